@@ -1,0 +1,46 @@
+"""kprof: why is a GPU program slow, and what specifically should change?
+
+>>> import kprof
+>>> diags = kprof.diagnose("data/samples/host_launch_bound.sqlite")  # doctest: +SKIP
+>>> diags[0]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from kprof.api import diagnose, diagnose_many
+from kprof.errors import KprofError, KprofInputError, MissingToolError
+from kprof.io import load
+from kprof.model import (
+    Bottleneck,
+    Confidence,
+    Diagnosis,
+    Direction,
+    Evidence,
+    Expectation,
+    Finding,
+    Subject,
+    SubjectKind,
+    Verdict,
+)
+
+__all__ = [
+    "Bottleneck",
+    "Confidence",
+    "Diagnosis",
+    "Direction",
+    "Evidence",
+    "Expectation",
+    "Finding",
+    "KprofError",
+    "KprofInputError",
+    "MissingToolError",
+    "Subject",
+    "SubjectKind",
+    "Verdict",
+    "__version__",
+    "diagnose",
+    "diagnose_many",
+    "load",
+]

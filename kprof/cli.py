@@ -1,0 +1,175 @@
+"""The ``kprof`` command line: a thin wrapper over the library.
+
+Exit codes: 0 success, 2 bad input (one line naming the file and what is wrong),
+1 an internal error (one line; set ``KPROF_DEBUG=1`` for the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from kprof import __version__
+from kprof.errors import KprofError, KprofInputError
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2 like every other bad input."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _err(msg: str) -> None:
+    print(f"kprof: error: {msg}", file=sys.stderr)
+
+
+def _internal(where: str, exc: BaseException) -> int:
+    if os.environ.get("KPROF_DEBUG"):
+        raise exc
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    _err(f"{where}: internal error ({type(exc).__name__}: {msg}); rerun with KPROF_DEBUG=1 and report it")
+    return EXIT_INTERNAL
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from kprof.api import diagnose
+
+    out: list[dict[str, Any]] = []
+    status = EXIT_OK
+    first = True
+    for path in args.paths:
+        try:
+            diags = diagnose(path)
+        except KprofError as exc:
+            _err(str(exc))
+            status = EXIT_BAD_INPUT
+            continue
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            _internal(path, exc)
+            if status == EXIT_OK:
+                status = EXIT_INTERNAL
+            continue
+        if args.json:
+            out.extend(d.to_dict() for d in diags)
+        else:
+            for d in diags:
+                if not first:
+                    print()
+                first = False
+                print(d.to_text())
+    if args.json:
+        json.dump({"diagnoses": out}, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    return status
+
+
+def _not_yet(name: str, issue: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        _err(f"`kprof {name}` is not available in this version yet ({issue})")
+        return EXIT_INTERNAL
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="kprof",
+        description="Tell why a GPU program or kernel is slow and what to change, from "
+        "Nsight Systems, PyTorch profiler and Nsight Compute outputs.",
+    )
+    p.add_argument("--version", action="version", version=f"kprof {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    d = sub.add_parser(
+        "diagnose",
+        help="diagnose profiles, most important first",
+        description="Diagnose timeline captures (.nsys-rep, nsys .sqlite, PyTorch profiler "
+        ".json/.json.gz) and kernel reports (.ncu-rep, ncu --csv exports).",
+    )
+    d.add_argument("paths", nargs="+", metavar="PATH")
+    d.add_argument("--json", action="store_true", help='print {"diagnoses": [...]} as JSON')
+    d.set_defaults(func=cmd_diagnose)
+
+    c = sub.add_parser("compare", help="check a fix: compare BEFORE and AFTER profiles")
+    c.add_argument("before", metavar="BEFORE")
+    c.add_argument("after", metavar="AFTER")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=_compare)
+
+    r = sub.add_parser("report", help="fill the template notebooks and export one HTML report")
+    r.add_argument("paths", nargs="*", metavar="PATH", help="inputs (default: the shipped samples)")
+    r.add_argument("-o", "--output", default="report.html")
+    r.add_argument("--show-code", action="store_true", help="keep the notebooks' input cells")
+    r.set_defaults(func=_report)
+
+    pr = sub.add_parser("profile", help="run nsys or ncu with the right flags, then diagnose")
+    pr.add_argument("tool", choices=["nsys", "ncu", "auto"])
+    pr.add_argument("-o", "--output", default=None)
+    pr.add_argument("--kernel", default=None, help="kernel-name regex (ncu)")
+    pr.add_argument("--launch-skip", type=int, default=None)
+    pr.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
+    pr.set_defaults(func=_profile)
+    return p
+
+
+def _compare(args: argparse.Namespace) -> int:
+    try:
+        from kprof.diagnose import compare as _cmp  # noqa: F401
+    except ImportError:
+        return int(_not_yet("compare", "issue 7: verify a fix")(args))
+    return int(_cmp.cli(args))
+
+
+def _report(args: argparse.Namespace) -> int:
+    try:
+        from kprof import report as _rep
+    except ImportError:
+        return int(_not_yet("report", "issue 5: presentation")(args))
+    return int(_rep.cli(args))
+
+
+def _profile(args: argparse.Namespace) -> int:
+    try:
+        from kprof import capture as _cap
+    except ImportError:
+        return int(_not_yet("profile", "issue 6: capture")(args))
+    return int(_cap.cli(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return int(args.func(args))
+    except KprofInputError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except KprofError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,126 @@
+"""Rich reprs: one summary per object, rendered as plain text and as escaped HTML.
+
+The HTML is built with jinja2 (autoescape on), so kernel names such as
+``void k<float, 4>(int*)`` render literally. It carries a plain-text ``<pre>``
+fallback that the packaged CSS hides; where CSS is stripped (an untrusted
+notebook, a GitHub render) the text still shows. Element ids come from a counter
+that tests reset with :func:`reset_ids`, so snapshots are stable.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+
+from kprof.model import _fmt
+
+if TYPE_CHECKING:
+    from kprof.model import Diagnosis
+
+_ids = itertools.count(1)
+
+
+def reset_ids() -> None:
+    """Restart element ids at 1 (for snapshot tests)."""
+    global _ids
+    _ids = itertools.count(1)
+
+
+def next_id(prefix: str = "kp") -> str:
+    """A fresh element id, stable across runs once :func:`reset_ids` was called."""
+    return f"{prefix}-{next(_ids)}"
+
+
+@functools.lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("kprof.html", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def css() -> str:
+    """The packaged stylesheet (read once)."""
+    return resources.files("kprof.html").joinpath("templates/style.css").read_text(encoding="utf-8")
+
+
+VERDICT_LABEL = {"fix": "fix", "healthy": "healthy", "inconclusive": "inconclusive"}
+
+
+def diagnosis_summary(d: Diagnosis) -> dict[str, Any]:
+    """The one structure both reprs of a Diagnosis are made from."""
+    return {
+        "subject": d.subject.describe(),
+        "subject_kind": d.subject.kind.value,
+        "file": d.file,
+        "bottleneck": d.bottleneck.value if d.bottleneck else "undetermined",
+        "verdict": d.verdict.value,
+        "headline": d.headline,
+        "evidence": [
+            {
+                "name": e.name,
+                "value": e.format_value(),
+                "reference": e.reference,
+            }
+            for e in d.evidence
+        ],
+        "mechanism": d.mechanism,
+        "fix": d.fix,
+        "expect": [x.describe() for x in d.expect],
+        "confidence": f"{d.confidence.value:.2f}",
+        "would_raise": d.confidence.would_raise,
+        "next_step": d.next_step,
+        "findings": [
+            {
+                "bottleneck": f.bottleneck.value,
+                "headline": f.headline,
+                "share": None if f.share is None else f"{100 * f.share:.0f}%",
+                "evidence": [f"{e.name} = {e.format_value()}" for e in f.evidence],
+            }
+            for f in d.findings
+        ],
+    }
+
+
+def render_text(s: dict[str, Any]) -> str:
+    """Plain text of a diagnosis summary: the four things a person needs, then the rest."""
+    lines = [f"[{s['verdict']}] {s['bottleneck']}: {s['subject']}", f"  {s['headline']}"]
+    if s["evidence"]:
+        lines.append("  evidence:")
+        for e in s["evidence"]:
+            ref = f"  ({e['reference']})" if e["reference"] else ""
+            lines.append(f"    - {e['name']}: {e['value']}{ref}")
+    if s["mechanism"]:
+        lines.append(f"  mechanism: {s['mechanism']}")
+    if s["fix"]:
+        lines.append(f"  fix: {s['fix']}")
+    for x in s["expect"]:
+        lines.append(f"  expect: {x}")
+    conf = f"  confidence: {s['confidence']}"
+    if s["would_raise"]:
+        conf += f" (would rise with: {s['would_raise']})"
+    lines.append(conf)
+    if s["next_step"]:
+        lines.append(f"  next: {s['next_step']}")
+    for f in s["findings"]:
+        share = f" [{f['share']} of the gap]" if f["share"] else ""
+        lines.append(f"  also: {f['bottleneck']}{share}: {f['headline']}")
+    return "\n".join(lines)
+
+
+def render_html(s: dict[str, Any]) -> str:
+    """Escaped HTML fragment of a diagnosis summary, with the text fallback inside."""
+    return _env().get_template("diagnosis.html.j2").render(
+        s=s, text=render_text(s), css=css(), root_id=next_id("kp-diag")
+    )
+
+
+__all__ = ["css", "diagnosis_summary", "next_id", "render_html", "render_text", "reset_ids", "_fmt"]

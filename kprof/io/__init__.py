@@ -1,0 +1,120 @@
+"""Loaders: one module per input format; pure functions path -> model objects.
+
+:func:`load` picks the loader from the file's name and first bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kprof.errors import KprofInputError
+
+if TYPE_CHECKING:
+    from kprof.kernel_model import KernelProfile
+    from kprof.timeline_model import Timeline
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def check_readable_file(path: str | os.PathLike[str]) -> Path:
+    """Raise :class:`KprofInputError` unless ``path`` is an existing, readable, non-empty file."""
+    p = Path(path)
+    if not p.exists():
+        raise KprofInputError(p, "no such file")
+    if p.is_dir():
+        raise KprofInputError(p, "is a directory, not a profile file")
+    if not p.is_file():
+        raise KprofInputError(p, "is not a regular file")
+    if not os.access(p, os.R_OK):
+        raise KprofInputError(p, "permission denied (cannot read the file)")
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise KprofInputError(p, f"cannot stat: {exc.strerror}") from exc
+    if size == 0:
+        raise KprofInputError(p, "file is empty")
+    return p
+
+
+def _head(p: Path, n: int = 64) -> bytes:
+    try:
+        with open(p, "rb") as f:
+            return f.read(n)
+    except OSError as exc:
+        raise KprofInputError(p, f"cannot read: {exc.strerror}") from exc
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """Return one of ``nsys-rep``, ``nsys-sqlite``, ``kineto``, ``ncu-rep``, ``ncu-csv``.
+
+    The extension proposes, the first bytes confirm: a file whose content does not
+    match its extension raises :class:`KprofInputError`.
+    """
+    p = check_readable_file(path)
+    name = p.name.lower()
+    head = _head(p)
+    if name.endswith(".nsys-rep") or name.endswith(".qdrep"):
+        return "nsys-rep"
+    if name.endswith(".ncu-rep"):
+        return "ncu-rep"
+    if name.endswith((".sqlite", ".sqlite3", ".db")):
+        if not head.startswith(SQLITE_MAGIC):
+            raise KprofInputError(p, "not an SQLite database (expected an `nsys export --type sqlite` file)")
+        return "nsys-sqlite"
+    if name.endswith((".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")):
+        if name.endswith(".gz") and not head.startswith(GZIP_MAGIC):
+            raise KprofInputError(p, "has a .gz name but is not gzip-compressed")
+        return "kineto"
+    if name.endswith(".csv"):
+        return "ncu-csv"
+    # No known extension: sniff.
+    if head.startswith(SQLITE_MAGIC):
+        return "nsys-sqlite"
+    if head.startswith(GZIP_MAGIC):
+        try:
+            with gzip.open(p, "rb") as f:
+                inner = f.read(64).lstrip()
+        except (OSError, EOFError) as exc:
+            raise KprofInputError(p, f"corrupt gzip data: {exc}") from exc
+        if inner.startswith((b"{", b"[")):
+            return "kineto"
+    if head.lstrip().startswith((b"{", b"[")):
+        return "kineto"
+    raise KprofInputError(
+        p,
+        "unrecognised file type (kprof reads .nsys-rep, nsys .sqlite exports, PyTorch profiler "
+        ".json/.json.gz traces, .ncu-rep reports and ncu --csv exports)",
+    )
+
+
+def load(path: str | os.PathLike[str]) -> Timeline | KernelProfile:
+    """Load any supported profile: a :class:`~kprof.model.Timeline` or a :class:`~kprof.model.KernelProfile`.
+
+    Examples
+    --------
+    >>> tl = load("data/samples/host_launch_bound.sqlite")  # doctest: +SKIP
+    """
+    fmt = detect_format(path)
+    if fmt == "nsys-rep":
+        from kprof.io.nsys import load_nsys_rep
+
+        return load_nsys_rep(path)
+    if fmt == "nsys-sqlite":
+        from kprof.io.nsys import load_nsys_sqlite
+
+        return load_nsys_sqlite(path)
+    if fmt == "kineto":
+        from kprof.io.kineto import load_kineto
+
+        return load_kineto(path)
+    if fmt == "ncu-rep":
+        from kprof.io.ncu import load_ncu_report
+
+        return load_ncu_report(path)
+    from kprof.io.ncu_csv import load_ncu_csv
+
+    return load_ncu_csv(path)

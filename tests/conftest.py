@@ -1,0 +1,42 @@
+"""Shared fixtures: the shipped samples and the third-party corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "data" / "samples"
+# ../shared/corpus beside the checkout (CI lays shared/ beside the clone).
+CORPUS = (REPO.parent / "shared" / "corpus").resolve()
+
+
+@pytest.fixture(scope="session")
+def samples_dir() -> Path:
+    if not (SAMPLES / "manifest.json").exists():
+        pytest.skip(f"no sample gallery at {SAMPLES} (data/samples/manifest.json missing)")
+    return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def manifest(samples_dir: Path) -> dict:
+    return json.loads((samples_dir / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"third-party corpus not present at {CORPUS} (it lives in ../shared/corpus)")
+    return CORPUS
+
+
+def manifest_entries(kind_prefix: str) -> list[dict]:
+    """Manifest entries whose kind starts with ``kind_prefix`` (for parametrize at collection time)."""
+    m = SAMPLES / "manifest.json"
+    if not m.exists():
+        return []
+    data = json.loads(m.read_text())
+    entries = data["files"] if isinstance(data, dict) and "files" in data else data
+    return [e for e in entries if str(e.get("kind", "")).startswith(kind_prefix)]
