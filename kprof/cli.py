@@ -7,6 +7,7 @@ Exit codes: 0 success, 2 bad input (one line naming the file and what is wrong),
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -24,7 +25,7 @@ EXIT_BAD_INPUT = 2
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2 like every other bad input."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -53,7 +54,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             _err(str(exc))
             status = EXIT_BAD_INPUT
             continue
-        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        except Exception as exc:
             _internal(path, exc)
             if status == EXIT_OK:
                 status = EXIT_INTERNAL
@@ -121,28 +122,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _compare(args: argparse.Namespace) -> int:
-    try:
-        from kprof.diagnose import compare as _cmp  # noqa: F401
-    except ImportError:
-        return int(_not_yet("compare", "issue 7: verify a fix")(args))
-    return int(_cmp.cli(args))
+def _delegate(module: str, name: str, issue: str) -> Any:
+    """Run ``module.cli(args)``; until that module exists, say which issue brings it."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            return int(_not_yet(name, issue)(args))
+        return int(mod.cli(args))
+
+    return run
 
 
-def _report(args: argparse.Namespace) -> int:
-    try:
-        from kprof import report as _rep
-    except ImportError:
-        return int(_not_yet("report", "issue 5: presentation")(args))
-    return int(_rep.cli(args))
-
-
-def _profile(args: argparse.Namespace) -> int:
-    try:
-        from kprof import capture as _cap
-    except ImportError:
-        return int(_not_yet("profile", "issue 6: capture")(args))
-    return int(_cap.cli(args))
+_compare = _delegate("kprof.diagnose.compare", "compare", "issue 7: verify a fix")
+_report = _delegate("kprof.report", "report", "issue 5: presentation")
+_profile = _delegate("kprof.capture", "profile", "issue 6: capture")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """What the diagnosis concludes."""
 
     FIX = "fix"
@@ -27,7 +27,7 @@ class Verdict(str, enum.Enum):
     """The evidence is insufficient; ``next_step`` names what would settle it."""
 
 
-class Bottleneck(str, enum.Enum):
+class Bottleneck(enum.StrEnum):
     """The stable bottleneck vocabulary of DESIGN.md."""
 
     # timeline level
@@ -69,12 +69,10 @@ TIMELINE_BOTTLENECKS = frozenset(
         Bottleneck.STARTUP_BOUND,
     }
 )
-JOB_BOTTLENECKS = frozenset(
-    {Bottleneck.STRAGGLER, Bottleneck.COMMUNICATION_BOUND, Bottleneck.LOAD_IMBALANCE}
-)
+JOB_BOTTLENECKS = frozenset({Bottleneck.STRAGGLER, Bottleneck.COMMUNICATION_BOUND, Bottleneck.LOAD_IMBALANCE})
 
 
-class SubjectKind(str, enum.Enum):
+class SubjectKind(enum.StrEnum):
     """What a diagnosis is about."""
 
     CAPTURE = "capture"
@@ -140,7 +138,6 @@ class Subject:
         return s
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Evidence:
     """One metric that establishes a bottleneck, and what it is judged against.
@@ -168,7 +165,7 @@ class Evidence:
         return _fmt(self.value, self.unit)
 
 
-class Direction(str, enum.Enum):
+class Direction(enum.StrEnum):
     """Which way a metric should move if a fix is right."""
 
     UP = "up"
@@ -367,7 +364,7 @@ def _fmt(value: Number | str | None, unit: str = "") -> str:
         return str(value)
     v = float(value)
     if isinstance(value, int) or (v.is_integer() and abs(v) >= 100):
-        s = f"{int(round(v)):,}"
+        s = f"{round(v):,}"
     elif abs(v) >= 100:
         s = f"{v:,.0f}"
     elif abs(v) >= 10:
@@ -409,6 +406,8 @@ def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
 
 
 __all__ = [
+    "JOB_BOTTLENECKS",
+    "TIMELINE_BOTTLENECKS",
     "Bottleneck",
     "Confidence",
     "Diagnosis",
@@ -416,10 +415,8 @@ __all__ = [
     "Evidence",
     "Expectation",
     "Finding",
-    "JOB_BOTTLENECKS",
     "Subject",
     "SubjectKind",
-    "TIMELINE_BOTTLENECKS",
     "Verdict",
 ]
 

@@ -118,9 +118,11 @@ def render_text(s: dict[str, Any]) -> str:
 
 def render_html(s: dict[str, Any]) -> str:
     """Escaped HTML fragment of a diagnosis summary, with the text fallback inside."""
-    return _env().get_template("diagnosis.html.j2").render(
-        s=s, text=render_text(s), css=css(), root_id=next_id("kp-diag")
+    return (
+        _env()
+        .get_template("diagnosis.html.j2")
+        .render(s=s, text=render_text(s), css=css(), root_id=next_id("kp-diag"))
     )
 
 
-__all__ = ["css", "diagnosis_summary", "next_id", "render_html", "render_text", "reset_ids", "_fmt"]
+__all__ = ["_fmt", "css", "diagnosis_summary", "next_id", "render_html", "render_text", "reset_ids"]

@@ -9,10 +9,11 @@ extern "C" __global__ void per_thread_table(const int* __restrict__ seed, const 
     if (i >= n) return;
     float table[64];
     const float v = in[i];
-#pragma unroll
+#pragma unroll 4
     for (int k = 0; k < 64; ++k) table[k] = v * k + 1.0f;
     int j = seed[blockIdx.x];                // same for the whole block: accesses stay coalesced
     float acc = 0.0f;
+#pragma unroll 1
     for (int k = 0; k < 128; ++k) {
         j = (j * 1103515245 + 12345) & 63;   // data-dependent index
         acc += table[j];

@@ -1,0 +1,394 @@
+"""Load an Nsight Compute report (``.ncu-rep``) through NVIDIA's ``ncu_report`` module.
+
+``ncu_report`` (the ``ncu-report`` wheel) is imported only when a report is loaded;
+without it :class:`~kprof.errors.MissingToolError` says how to install it. For a
+reader with no native module, export the report with ``ncu --csv --page raw`` and
+use :func:`kprof.io.ncu_csv.load_ncu_csv`.
+
+``ncu_report`` does not raise on bad input (DESIGN.md, "Measured pitfalls"): random
+or truncated bytes load as a report with 0 ranges, and a report cut short loads
+with an action whose name is None. Both are turned into a one-line
+:class:`~kprof.errors.KprofInputError` here, never into "no kernels".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kprof.errors import KprofInputError, MissingToolError
+from kprof.kernel_model import KernelLaunch, KernelProfile, Metric, MetricValue, RuleResult, SassLine
+
+NCU_REP_MAGIC = b"NVR\x00"
+"""First four bytes of every ``.ncu-rep`` (seen in reports of ncu 2023.1 and 2025.3)."""
+
+INSTALL_HINT = "pip install ncu-report"
+
+# SpeedOfLight's two headline metrics; a launch without them cannot be placed on the roofline.
+SOL_METRICS = (
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+)
+SASS_BYTES_PER_INSTRUCTION = 16  # every SASS instruction is 128 bits since Volta (sm_70)
+MAX_SASS_LINES = 500_000  # a guard against walking off a function in a corrupt report
+
+# Metric names are identifiers separated by '__', '.', ':' (e.g. "breakdown:sm__throughput...").
+# ncu 2023.1 stored a bogus one literally named "regex:all\.(sum|...)$" when a --metrics regex was
+# passed wrongly; such names are skipped (and noted), they are not metrics.
+_METRIC_NAME = re.compile(r"^[A-Za-z0-9_@:.\-]+$")
+
+_MSG_TYPES = {0: "", 1: "ok", 2: "warning", 3: "optimization", 4: "error"}
+_SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
+
+
+def _import_ncu_report() -> Any:
+    try:
+        import ncu_report
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingToolError(
+            "reading .ncu-rep files needs NVIDIA's ncu_report module: "
+            f"`{INSTALL_HINT}` (or export the report with `ncu --import X.ncu-rep --csv --page raw > X.csv` "
+            "and load the CSV)"
+        ) from exc
+    return ncu_report
+
+
+def _check_magic(path: str) -> None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(NCU_REP_MAGIC))
+    except OSError as exc:
+        raise KprofInputError(path, f"cannot read: {exc.strerror}") from exc
+    if head != NCU_REP_MAGIC:
+        raise KprofInputError(
+            path, "not an Nsight Compute report (the file does not start with ncu's 'NVR' signature)"
+        )
+
+
+def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
+    """Load every profiled launch of an ``.ncu-rep`` report.
+
+    Parameters
+    ----------
+    path
+        An Nsight Compute report written by ``ncu -o`` (any version ``ncu_report`` reads).
+
+    Returns
+    -------
+    KernelProfile
+        One :class:`~kprof.kernel_model.KernelLaunch` per profiled kernel, in report order,
+        with every metric and its unit, ncu's rule results, NVTX state, launch
+        configuration, device attributes and the SASS (with source lines when imported).
+
+    Raises
+    ------
+    KprofInputError
+        The file is not an ncu report, is truncated, or holds no launches.
+    MissingToolError
+        ``ncu_report`` is not installed (``pip install ncu-report``).
+
+    Examples
+    --------
+    >>> prof = load_ncu_report("data/samples/small_grid.ncu-rep")  # doctest: +SKIP
+    >>> prof[0].value("launch__waves_per_multiprocessor")  # doctest: +SKIP
+    0.06
+    """
+    from kprof.io import check_readable_file
+
+    p = os.fspath(check_readable_file(path))
+    _check_magic(p)
+    ncu_report = _import_ncu_report()
+    try:
+        ctx = ncu_report.load_report(p)
+    except Exception as exc:  # the native module raises assorted types
+        raise KprofInputError(p, f"ncu_report could not read the report: {exc}") from exc
+    if ctx is None or ctx.num_ranges() == 0:
+        raise KprofInputError(
+            p, "the report holds no profiled ranges: it is truncated, corrupt or not written by ncu"
+        )
+    version = None
+    try:
+        version = str(ctx.get_version())
+    except Exception:  # older modules lack get_version
+        version = None
+
+    launches: list[KernelLaunch] = []
+    notes: list[str] = []
+    for ri in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(ri)
+        for ai in range(rng.num_actions()):
+            action = rng.action_by_idx(ai)
+            launch = _load_action(p, action, len(launches), ncu_report, notes)
+            launches.append(launch)
+    if not launches:
+        raise KprofInputError(p, "the report holds no kernel launches (0 actions): it is empty or truncated")
+    return KernelProfile(source=p, launches=tuple(launches), format="ncu-rep", tool_version=version, notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------- one action
+
+
+def _load_action(path: str, action: Any, index: int, ncu_report: Any, notes: list[str]) -> KernelLaunch:
+    name = action.name()
+    if name is None:
+        raise KprofInputError(
+            path,
+            f"launch {index} has no kernel name: the report is truncated or incomplete "
+            "(re-copy it, or profile again with `ncu --set full -o NAME ...`)",
+        )
+    names = list(action.metric_names())
+    if not names:
+        raise KprofInputError(path, f"launch {index} ({name}) holds no metrics: the report is incomplete")
+
+    metrics: dict[str, Metric] = {}
+    device_attributes: dict[str, MetricValue] = {}
+    instanced: dict[str, Any] = {}
+    skipped: list[str] = []
+    for mname in names:
+        if not _METRIC_NAME.match(mname):
+            skipped.append(mname)
+            continue
+        m = action.metric_by_name(mname)
+        if m is None:
+            continue
+        try:
+            n_inst = m.num_instances()
+        except Exception:
+            n_inst = 0
+        if n_inst > 0 and m.has_correlation_ids():
+            instanced[mname] = m
+        value = _scalar(m)
+        if value is None:
+            continue
+        metrics[mname] = Metric(value, m.unit() or "")
+        if mname.startswith("device__attribute_"):
+            device_attributes[mname.removeprefix("device__attribute_")] = value
+    if skipped:
+        notes.append(
+            f"launch {index} ({name}): skipped {len(skipped)} entries whose names are not metric names "
+            f"(e.g. {skipped[0][:60]!r})"
+        )
+
+    if not any(m in metrics for m in SOL_METRICS) and not any(k.startswith("launch__") for k in metrics):
+        raise KprofInputError(
+            path,
+            f"launch {index} ({name}) has neither SpeedOfLight nor launch metrics: the report is incomplete",
+        )
+
+    sass = _load_sass(action, metrics, instanced)
+    return KernelLaunch(
+        id=index,
+        name=name,
+        demangled_name=_safe_name(action, ncu_report.IAction.NameBase_DEMANGLED) or name,
+        mangled_name=_safe_name(action, ncu_report.IAction.NameBase_MANGLED),
+        grid=_dim3(metrics, "launch__grid_dim_"),
+        block=_dim3(metrics, "launch__block_dim_"),
+        registers_per_thread=_int(metrics, "launch__registers_per_thread"),
+        shared_mem_per_block=_shared_mem(metrics),
+        device=_str(device_attributes.get("display_name")),
+        compute_capability=_cc(device_attributes),
+        device_attributes=device_attributes,
+        nvtx=_nvtx(action),
+        metrics=metrics,
+        rules=_rules(action),
+        sass=sass,
+        sections=_sections(action),
+    )
+
+
+def _scalar(m: Any) -> MetricValue | None:
+    try:
+        v = m.value()
+    except Exception:
+        return None
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int | float | str):
+        return v
+    return None
+
+
+def _safe_name(action: Any, base: int) -> str | None:
+    try:
+        n = action.name(base)
+    except Exception:
+        return None
+    return str(n) if n else None
+
+
+def _int(metrics: Mapping[str, Metric], name: str) -> int | None:
+    m = metrics.get(name)
+    if m is None or isinstance(m.value, str):
+        return None
+    return int(m.value)
+
+
+def _dim3(metrics: Mapping[str, Metric], prefix: str) -> tuple[int, int, int] | None:
+    dims = [_int(metrics, prefix + c) for c in "xyz"]
+    if any(d is None for d in dims):
+        return None
+    return (dims[0] or 0, dims[1] or 0, dims[2] or 0)
+
+
+def _shared_mem(metrics: Mapping[str, Metric]) -> int | None:
+    static = _int(metrics, "launch__shared_mem_per_block_static")
+    dynamic = _int(metrics, "launch__shared_mem_per_block_dynamic")
+    if static is None and dynamic is None:
+        return None
+    return (static or 0) + (dynamic or 0)
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _cc(attrs: Mapping[str, MetricValue]) -> str | None:
+    major, minor = attrs.get("compute_capability_major"), attrs.get("compute_capability_minor")
+    if major is None or minor is None:
+        return None
+    return f"{major}.{minor}"
+
+
+def _nvtx(action: Any) -> tuple[str, ...]:
+    try:
+        state = action.nvtx_state()
+    except Exception:
+        return ()
+    if state is None:
+        return ()
+    out: list[str] = []
+    for dom_id in state.domains():
+        dom = state.domain_by_id(dom_id)
+        if dom is None:
+            continue
+        dname = dom.name() or ""
+        i = 0
+        while True:
+            r = dom.push_pop_range(i)
+            if r is None:
+                break
+            rname = r.name() or ""
+            out.append(f"{dname}:{rname}" if dname else rname)
+            i += 1
+        for rname in dom.start_end_ranges():
+            out.append(f"{dname}:{rname}" if dname else rname)
+    return tuple(out)
+
+
+def _rules(action: Any) -> tuple[RuleResult, ...]:
+    try:
+        raw = action.rule_results_as_dicts()
+    except Exception:
+        return ()
+    out: list[RuleResult] = []
+    for d in raw:
+        msg = d.get("rule_message") or {}
+        sp = d.get("speedup_estimation") or {}
+        speedup = sp.get("speedup") if isinstance(sp, dict) else None
+        out.append(
+            RuleResult(
+                name=str(d.get("rule_identifier") or d.get("name") or ""),
+                title=str(msg.get("title") or d.get("name") or ""),
+                message=str(msg.get("message") or ""),
+                section=str(d.get("section_identifier") or ""),
+                speedup_estimate=float(speedup) if isinstance(speedup, int | float) else None,
+                speedup_type=_SPEEDUP_TYPES.get(int(sp.get("type", 0))) if isinstance(sp, dict) and sp else None,
+                kind=_MSG_TYPES.get(int(msg.get("type", 0) or 0), ""),
+                focus_metrics=tuple(str(f.get("name")) for f in d.get("focus_metrics") or () if f.get("name")),
+            )
+        )
+    return tuple(out)
+
+
+def _sections(action: Any) -> tuple[str, ...]:
+    try:
+        return tuple(str(s.identifier()) for s in action.sections())
+    except Exception:
+        return ()
+
+
+def _load_sass(action: Any, metrics: Mapping[str, Metric], instanced: Mapping[str, Any]) -> tuple[SassLine, ...]:
+    """Walk the function's SASS from its entry PC, 16 bytes per instruction, and attach per-PC counters."""
+    fpcs = instanced.get("launch__function_pcs")
+    starts: list[int] = []
+    if fpcs is not None:
+        for i in range(fpcs.num_instances()):
+            try:
+                starts.append(int(fpcs.value(i)))
+            except Exception:
+                continue
+    if not starts:
+        return ()
+    text_by_pc: dict[int, str] = {}
+    for start in starts:
+        pc = start
+        for _ in range(MAX_SASS_LINES):
+            s = action.sass_by_pc(pc)
+            if not s:
+                break
+            text_by_pc[pc] = " ".join(s.split())
+            pc += SASS_BYTES_PER_INSTRUCTION
+    if not text_by_pc:
+        return ()
+
+    # Per-PC counters: instanced metrics whose correlation ids are PCs of this function.
+    counters: dict[int, dict[str, float]] = {}
+    for mname, m in instanced.items():
+        if mname.startswith("launch__"):
+            continue
+        try:
+            cids = m.correlation_ids()
+            n = m.num_instances()
+        except Exception:
+            continue
+        if cids is None or n == 0:
+            continue
+        first = _as_int(cids, 0)
+        if first is None or first not in text_by_pc:
+            continue
+        for i in range(n):
+            pc = _as_int(cids, i)
+            if pc is None or pc not in text_by_pc:
+                continue
+            try:
+                v = m.value(i)
+            except Exception:
+                continue
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                counters.setdefault(pc, {})[mname] = float(v)
+
+    lines: list[SassLine] = []
+    for pc in sorted(text_by_pc):
+        file = line = None
+        try:
+            info = action.source_info(pc)
+        except Exception:
+            info = None
+        if info is not None:
+            try:
+                file = info.file_name() or None
+                ln = info.line()
+                line = int(ln) if ln else None
+            except Exception:
+                file = line = None
+        lines.append(SassLine(pc=pc, text=text_by_pc[pc], file=file, line=line, counters=counters.get(pc, {})))
+    return tuple(lines)
+
+
+def _as_int(m: Any, i: int) -> int | None:
+    try:
+        v = m.value(i)
+    except Exception:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+__all__ = ["INSTALL_HINT", "NCU_REP_MAGIC", "load_ncu_report"]

@@ -1,0 +1,269 @@
+"""The loaded form of an Nsight Compute report: a :class:`KernelProfile` of :class:`KernelLaunch` es.
+
+Loaders (:mod:`kprof.io.ncu`, :mod:`kprof.io.ncu_csv`) build these; the kernel
+diagnosis (:mod:`kprof.diagnose.kernel`) reads them. Everything is frozen.
+
+A metric the report does not hold is *absent* from :attr:`KernelLaunch.metrics`:
+:meth:`KernelLaunch.value` then returns None, never 0. The raw counters are
+available on request as a pandas DataFrame (:meth:`KernelLaunch.to_dataframe`,
+:meth:`KernelProfile.to_dataframe`); the reprs stay short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MetricValue = int | float | str
+
+
+def _frozen_map(m: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One metric value with its unit as ncu reports it (``"byte"``, ``"%"``, ``"ns"``, ...)."""
+
+    value: MetricValue
+    unit: str = ""
+
+    def __repr__(self) -> str:
+        return f"Metric({self.value!r}, {self.unit!r})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleResult:
+    """One result of ncu's own rules (secondary evidence, never the verdict).
+
+    ``speedup_estimate`` is ncu's estimated speedup in percent of the kernel's
+    duration, or None when the rule gives none.
+    """
+
+    name: str
+    """The rule identifier, e.g. ``"SOLBottleneck"``, ``"UncoalescedGlobalAccess"``."""
+    title: str = ""
+    message: str = ""
+    section: str = ""
+    speedup_estimate: float | None = None
+    speedup_type: str | None = None
+    """``"global"`` (whole kernel) or ``"local"`` (the affected part), as ncu labels it."""
+    kind: str = ""
+    """ncu's message type: ``"optimization"``, ``"warning"``, ``"ok"``, ``"error"`` or ``""``."""
+    focus_metrics: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        sp = "" if self.speedup_estimate is None else f", est. speedup {self.speedup_estimate:.1f}%"
+        return f"RuleResult({self.name}: {self.title!r}{sp})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SassLine:
+    """One SASS instruction at ``pc``, its source line when the report has one, and per-PC counters."""
+
+    pc: int
+    text: str
+    """The instruction as ncu disassembles it, predicate included: ``"@P0 LDG.E R2, [R4.64]"``."""
+    file: str | None = None
+    line: int | None = None
+    counters: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Per-PC source counters (e.g. ``inst_executed``, stall samples), when collected."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counters", _frozen_map(self.counters))
+
+    @property
+    def opcode(self) -> str:
+        """The full opcode with modifiers, without predicate: ``"LDG.E.128"``."""
+        parts = self.text.split()
+        if parts and parts[0].startswith("@"):
+            parts = parts[1:]
+        return parts[0].rstrip(";") if parts else ""
+
+    @property
+    def mnemonic(self) -> str:
+        """The opcode without modifiers: ``"LDG"``."""
+        return self.opcode.split(".", 1)[0]
+
+    def __repr__(self) -> str:
+        where = f" {self.file}:{self.line}" if self.file and self.line else ""
+        return f"SassLine({self.pc:#x} {self.text.strip()!r}{where})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KernelLaunch:
+    """One profiled kernel launch (an ncu *action*).
+
+    Examples
+    --------
+    >>> k = KernelLaunch(id=0, name="axpy", metrics={"gpu__time_duration.sum": Metric(1200.0, "ns")})
+    >>> k.value("gpu__time_duration.sum"), k.value("dram__bytes.sum")
+    (1200.0, None)
+    """
+
+    id: int
+    """Index of the launch in its report (ncu's ``ID`` column)."""
+    name: str
+    """Function name as ncu shows it (``NameBase_FUNCTION``)."""
+    demangled_name: str = ""
+    mangled_name: str | None = None
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers_per_thread: int | None = None
+    shared_mem_per_block: int | None = None
+    """Static plus dynamic shared memory per block, bytes (without the driver's reserve)."""
+    device: str | None = None
+    """GPU name (``device__attribute_display_name``)."""
+    compute_capability: str | None = None
+    device_attributes: Mapping[str, MetricValue] = field(default_factory=lambda: MappingProxyType({}))
+    """``device__attribute_*`` values, keyed without the prefix."""
+    nvtx: tuple[str, ...] = ()
+    """NVTX push/pop ranges open around the launch, outermost first (``domain:range``)."""
+    metrics: Mapping[str, Metric] = field(default_factory=lambda: MappingProxyType({}))
+    rules: tuple[RuleResult, ...] = ()
+    sass: tuple[SassLine, ...] = ()
+    sections: tuple[str, ...] = ()
+    """Identifiers of the ncu sections collected (``SpeedOfLight``, ``MemoryWorkloadAnalysis``, ...)."""
+    process: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", _frozen_map(self.metrics))
+        object.__setattr__(self, "device_attributes", _frozen_map(self.device_attributes))
+        for name in ("grid", "block"):
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, tuple(int(x) for x in v))
+        for name in ("nvtx", "rules", "sass", "sections"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    # ---------------------------------------------------------------- access
+    def metric(self, name: str) -> Metric | None:
+        """The metric, or None when the report does not hold it."""
+        return self.metrics.get(name)
+
+    def value(self, name: str) -> float | None:
+        """The metric's numeric value, or None when it is missing or not a number."""
+        m = self.metrics.get(name)
+        if m is None or isinstance(m.value, str) or isinstance(m.value, bool):
+            return None
+        return float(m.value)
+
+    def first_value(self, *names: str) -> tuple[str, float] | None:
+        """The first of ``names`` that the report holds, with its value (metric names change across ncu versions)."""
+        for n in names:
+            v = self.value(n)
+            if v is not None:
+                return n, v
+        return None
+
+    def rule(self, name: str) -> RuleResult | None:
+        """ncu's result for the rule identifier ``name``, or None."""
+        for r in self.rules:
+            if r.name == name:
+                return r
+        return None
+
+    @property
+    def display_name(self) -> str:
+        """The demangled name when known, else the function name."""
+        return self.demangled_name or self.name
+
+    @property
+    def threads_per_block(self) -> int | None:
+        if self.block is None:
+            return None
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def blocks(self) -> int | None:
+        if self.grid is None:
+            return None
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """All raw metrics of this launch: columns ``metric``, ``value``, ``unit`` (on request, never a headline)."""
+        import pandas as pd
+
+        rows = [(k, m.value, m.unit) for k, m in sorted(self.metrics.items())]
+        return pd.DataFrame(rows, columns=["metric", "value", "unit"])
+
+    def sass_dataframe(self) -> pd.DataFrame:
+        """The SASS listing: ``pc``, ``text``, ``opcode``, ``file``, ``line`` and one column per per-PC counter."""
+        import pandas as pd
+
+        rows: list[dict[str, Any]] = []
+        for s in self.sass:
+            row: dict[str, Any] = {"pc": s.pc, "text": s.text, "opcode": s.opcode, "file": s.file, "line": s.line}
+            row.update(s.counters)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        parts = [f"#{self.id} {self.name}"]
+        if self.grid and self.block:
+            parts.append(f"grid {'x'.join(map(str, self.grid))}, block {'x'.join(map(str, self.block))}")
+        if self.device:
+            parts.append(self.device)
+        parts.append(f"{len(self.metrics)} metrics")
+        if self.rules:
+            parts.append(f"{len(self.rules)} rule results")
+        if self.sass:
+            parts.append(f"{len(self.sass)} SASS lines")
+        return f"KernelLaunch({', '.join(parts)})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KernelProfile:
+    """An Nsight Compute report (or its CSV export): the profiled launches, in report order.
+
+    Examples
+    --------
+    >>> p = KernelProfile(source="r.ncu-rep", launches=(KernelLaunch(id=0, name="k"),))
+    >>> len(p), p[0].name
+    (1, 'k')
+    """
+
+    source: str
+    """The path it was loaded from."""
+    launches: tuple[KernelLaunch, ...] = ()
+    format: str = "ncu-rep"
+    """``ncu-rep``, ``ncu-csv-raw`` or ``ncu-csv-details``."""
+    tool_version: str | None = None
+    """Version of the reader (ncu_report) or of the exporting tool, when known."""
+    notes: tuple[str, ...] = ()
+    """What the loader had to skip or repair, one line each."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "launches", tuple(self.launches))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+    def __iter__(self) -> Iterator[KernelLaunch]:
+        return iter(self.launches)
+
+    def __getitem__(self, i: int) -> KernelLaunch:
+        return self.launches[i]
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Every metric of every launch, long form: ``launch``, ``kernel``, ``metric``, ``value``, ``unit``."""
+        import pandas as pd
+
+        rows = [
+            (k.id, k.name, name, m.value, m.unit) for k in self.launches for name, m in sorted(k.metrics.items())
+        ]
+        return pd.DataFrame(rows, columns=["launch", "kernel", "metric", "value", "unit"])
+
+    def __repr__(self) -> str:
+        names = sorted({k.name for k in self.launches})
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} kernels)" if len(names) > 3 else "")
+        return f"KernelProfile({self.source!r}, {self.format}, {len(self.launches)} launches: {shown})"
+
+
+__all__ = ["KernelLaunch", "KernelProfile", "Metric", "MetricValue", "RuleResult", "SassLine"]

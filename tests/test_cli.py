@@ -1,0 +1,114 @@
+"""The command-line contract: JSON shape, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kprof.api
+from kprof.cli import main
+
+from .test_model import make
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kprof", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_json_contract(monkeypatch, capsys, tmp_path):
+    f = tmp_path / "x.ncu-rep"
+    f.write_bytes(b"whatever")
+    monkeypatch.setattr(kprof.api, "diagnose", lambda p: [make(file=str(p)), make(file=str(p))])
+    assert main(["diagnose", "--json", str(f)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["diagnoses"]
+    assert len(out["diagnoses"]) == 2
+    d = out["diagnoses"][0]
+    assert set(d) == {
+        "file", "subject", "bottleneck", "verdict", "headline", "evidence", "mechanism",
+        "fix", "expect", "confidence", "next_step", "findings",
+    }  # fmt: skip
+    assert d["file"] == str(f)
+    assert d["subject"]["name"] == "void k<float, 4>(int*)"
+    assert d["confidence"]["value"] == 0.8
+
+
+def test_text_output_has_headline(monkeypatch, capsys, tmp_path):
+    f = tmp_path / "x.ncu-rep"
+    f.write_bytes(b"whatever")
+    monkeypatch.setattr(kprof.api, "diagnose", lambda p: [make()])
+    assert main(["diagnose", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "Global loads use 32 sectors per request" in out
+    assert out.startswith("[fix] uncoalesced_global_access: void k<float, 4>(int*)")
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "setup, reason",
+    [
+        (lambda d: d / "missing.sqlite", "no such file"),
+        (lambda d: d, "is a directory"),
+        (lambda d: _write(d / "empty.sqlite", b""), "file is empty"),
+        (lambda d: _write(d / "notes.txt", b"hello"), "unrecognised file type"),
+        (lambda d: _write(d / "fake.sqlite", b"not a db" * 10), "not an SQLite database"),
+        (lambda d: _write(d / "fake.json.gz", b"{}"), "not gzip-compressed"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, setup, reason):
+    path = setup(tmp_path)
+    r = run_cli("diagnose", str(path))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert str(path) in lines[0] and reason in lines[0]
+    assert "Traceback" not in r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")
+def test_unreadable_file(tmp_path):
+    f = tmp_path / "locked.sqlite"
+    f.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    f.chmod(0)
+    r = run_cli("diagnose", str(f))
+    assert r.returncode == 2 and "permission denied" in r.stderr
+
+
+def test_path_with_spaces_and_quotes(tmp_path):
+    d = tmp_path / "a b 'c' \"d\""
+    d.mkdir()
+    f = d / "x y.sqlite"
+    f.write_text("garbage")
+    r = run_cli("diagnose", "--json", str(f))
+    assert r.returncode == 2
+    assert str(f) in r.stderr
+
+
+def test_usage_errors_exit_2():
+    r = run_cli("diagnose")
+    assert r.returncode == 2 and "error" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("nonsense")
+    assert r.returncode == 2
+
+
+def test_gzip_with_garbage_inside_is_rejected_cleanly(tmp_path):
+    f = tmp_path / "trace"
+    f.write_bytes(gzip.compress(b"\x00\x01binary"))
+    r = run_cli("diagnose", str(f))
+    assert r.returncode == 2 and "unrecognised file type" in r.stderr
+
+
+def test_subcommands_registered():
+    r = run_cli("--help")
+    for name in ("diagnose", "compare", "report", "profile"):
+        assert name in r.stdout
