@@ -13,6 +13,7 @@ with an action whose name is None. Both are turned into a one-line
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -207,6 +208,8 @@ def _scalar(m: Any) -> MetricValue | None:
         return None
     if isinstance(v, bool):
         return int(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return None  # ncu stores NaN for a metric it could not compute: that is missing, not a number
     if isinstance(v, int | float | str):
         return v
     return None

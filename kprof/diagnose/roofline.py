@@ -1,0 +1,230 @@
+"""Roofline numbers of one launch, from the report's own peak metrics (no hand-written GPU table).
+
+:func:`roofline` returns a small frozen :class:`Roofline`: achieved FLOP/s per precision,
+bytes/s per memory level, the matching ceilings, and the SpeedOfLight utilisations. The
+plotting code draws it; the kernel diagnosis judges with it.
+
+Where the numbers come from (the metrics ncu's own roofline sections use):
+
+- FLOP/s achieved: ``smsp__sass_thread_inst_executed_op_{add,mul,fma}_pred_on.sum.per_cycle_elapsed``
+  (an FMA counts 2) times ``smsp__cycles_elapsed.avg.per_second``; or, in a CSV export of
+  plain counts, the ``.sum`` counts divided by ``gpu__time_duration.sum``.
+- FLOP/s peak: ``sm__sass_thread_inst_executed_op_<x>fma_pred_on.sum.peak_sustained`` x 2 x
+  ``sm__cycles_elapsed.avg.per_second``.
+- Tensor: ``sm__inst_executed_pipe_tensor.sum.peak_sustained`` x 512 (ncu's own factor, in
+  ``derived__sm__inst_executed_pipe_tensor_x512``) and the achieved counterpart; on GPUs whose
+  report has no tensor roofline, the tensor pipe utilisation stands in.
+- Bytes/s: ``<level>.sum.per_second`` against ``<level>.sum.peak_sustained`` x the unit's clock
+  (``dram__cycles_elapsed.avg.per_second`` ...), for DRAM (``dram__bytes``), L2 (``lts__t_bytes``)
+  and L1 (``l1tex__t_bytes``), with the older hierarchical-roofline names as fallbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kprof.kernel_model import KernelLaunch
+
+PRECISIONS = ("fp32", "fp64", "fp16", "tensor")
+LEVELS = ("dram", "l2", "l1")
+
+_FP_OPS = {
+    "fp32": ("fadd", "fmul", "ffma"),
+    "fp64": ("dadd", "dmul", "dfma"),
+    "fp16": ("hadd", "hmul", "hfma"),
+}
+
+# (byte counter, unit whose clock scales its per-cycle peak), preferred first.
+_BYTE_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "dram": (("dram__bytes", "dram"),),
+    "l2": (("lts__t_bytes", "lts"), ("l1tex__m_xbar2l1tex_read_bytes", "l1tex")),
+    "l1": (("l1tex__t_bytes", "l1tex"), ("derived__l1tex__lsu_writeback_bytes_mem_lg", "l1tex")),
+}
+
+# SpeedOfLight utilisation (percent of peak) of each memory level, preferred first.
+SOL_LEVEL_METRICS: dict[str, tuple[str, ...]] = {
+    "dram": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+    "l2": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
+    "l1": ("l1tex__throughput.avg.pct_of_peak_sustained_active", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),
+}
+COMPUTE_SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+MEMORY_SOL = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+
+# Tensor pipe utilisation, any of which stands in for a tensor roofline (percent of peak).
+TENSOR_PIPE_METRICS = (
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active",
+)
+FMA_PIPE_METRICS = (
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+)
+FP64_PIPE_METRICS = (
+    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
+)
+DURATION = "gpu__time_duration.sum"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Roofline:
+    """Where a launch sits on the roofline. Every mapping holds only what the report measured.
+
+    Rates are per second (FLOP/s, byte/s); ``utilization`` values are fractions of peak (0..1).
+    """
+
+    duration_ns: float | None = None
+    """``gpu__time_duration.sum``: measured under ncu (serialized, replayed), not the real duration."""
+    flops: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Achieved FLOP/s per precision (``fp32``, ``fp64``, ``fp16``, ``tensor``)."""
+    peak_flops: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    bytes_per_s: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Achieved bytes/s per memory level (``dram``, ``l2``, ``l1``)."""
+    peak_bytes_per_s: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    utilization: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """SpeedOfLight fractions of peak: ``compute``, ``memory``, ``dram``, ``l2``, ``l1``, ``tensor_pipe``,
+    ``fma_pipe``, ``fp64_pipe``, and ``flops_<precision>`` (achieved / peak FLOP/s)."""
+
+    def __post_init__(self) -> None:
+        for name in ("flops", "peak_flops", "bytes_per_s", "peak_bytes_per_s", "utilization"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    @property
+    def total_flops(self) -> float | None:
+        """All achieved FLOP/s (tensor included), or None when no FLOP counter was collected."""
+        return sum(self.flops.values()) if self.flops else None
+
+    def intensity(self, level: str = "dram") -> float | None:
+        """Arithmetic intensity: FLOP per byte moved at ``level`` (None when either is missing or zero)."""
+        f, b = self.total_flops, self.bytes_per_s.get(level)
+        if f is None or not b:
+            return None
+        return f / b
+
+    def ridge(self, precision: str = "fp32", level: str = "dram") -> float | None:
+        """The intensity (FLOP/byte) where the ``level`` roof meets the ``precision`` ceiling."""
+        p, b = self.peak_flops.get(precision), self.peak_bytes_per_s.get(level)
+        if not p or not b:
+            return None
+        return p / b
+
+    @property
+    def has_sol(self) -> bool:
+        """True when SpeedOfLight's compute and memory throughputs were collected."""
+        return "compute" in self.utilization and "memory" in self.utilization
+
+
+def _v(k: KernelLaunch, name: str) -> float | None:
+    return k.value(name)
+
+
+def _first(k: KernelLaunch, names: tuple[str, ...]) -> float | None:
+    hit = k.first_value(*names)
+    return hit[1] if hit else None
+
+
+def _clock(k: KernelLaunch, unit: str) -> float | None:
+    return _v(k, f"{unit}__cycles_elapsed.avg.per_second")
+
+
+def roofline(k: KernelLaunch) -> Roofline:
+    """Compute the roofline numbers of one launch (pure; missing metrics are left out, never zero).
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import KernelLaunch, Metric
+    >>> k = KernelLaunch(id=0, name="k", metrics={
+    ...     "dram__bytes.sum.per_second": Metric(3.0e12, "byte/s"),
+    ...     "dram__bytes.sum.peak_sustained": Metric(2000.0, "byte/cycle"),
+    ...     "dram__cycles_elapsed.avg.per_second": Metric(2.0e9, "hz")})
+    >>> r = roofline(k)
+    >>> r.bytes_per_s["dram"] / r.peak_bytes_per_s["dram"]
+    0.75
+    """
+    duration = _v(k, DURATION)
+    dur_s = duration * 1e-9 if duration else None
+    flops: dict[str, float] = {}
+    peak: dict[str, float] = {}
+    sm_clock = _clock(k, "sm")
+    smsp_clock = _clock(k, "smsp") or sm_clock
+    for prec, (add, mul, fma) in _FP_OPS.items():
+        per_cycle = [
+            _v(k, f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed") for op in (add, mul, fma)
+        ]
+        if all(x is not None for x in per_cycle) and smsp_clock:
+            a, m, f = (x or 0.0 for x in per_cycle)
+            flops[prec] = (a + m + 2 * f) * smsp_clock
+        else:
+            counts = [_v(k, f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum") for op in (add, mul, fma)]
+            if any(c is not None for c in counts) and dur_s:
+                a, m, f = (c or 0.0 for c in counts)
+                flops[prec] = (a + m + 2 * f) / dur_s
+        pk = _v(k, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
+        if pk is not None and sm_clock:
+            peak[prec] = 2 * pk * sm_clock
+    tensor_peak = _v(k, "derived__sm__inst_executed_pipe_tensor_x512")
+    if tensor_peak is None:
+        t = _v(k, "sm__inst_executed_pipe_tensor.sum.peak_sustained")
+        tensor_peak = 512 * t if t is not None else None
+    if tensor_peak and sm_clock:
+        peak["tensor"] = tensor_peak * sm_clock
+    tensor_achieved = _v(k, "derived__smsp__inst_executed_pipe_tensor_x512")
+    if tensor_achieved is None:
+        t = _v(k, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed")
+        tensor_achieved = 512 * t if t is not None else None
+    if tensor_achieved is not None and smsp_clock and "tensor" in peak:
+        flops["tensor"] = tensor_achieved * smsp_clock
+
+    bps: dict[str, float] = {}
+    peak_bps: dict[str, float] = {}
+    for level, candidates in _BYTE_COUNTERS.items():
+        for counter, unit in candidates:
+            rate = _v(k, f"{counter}.sum.per_second")
+            if rate is None:
+                total = _v(k, f"{counter}.sum")
+                rate = total / dur_s if total is not None and dur_s else None
+            pk = _v(k, f"{counter}.sum.peak_sustained")
+            clk = _clock(k, unit)
+            if rate is None and pk is None:
+                continue
+            if rate is not None:
+                bps[level] = rate
+            if pk is not None and clk:
+                peak_bps[level] = pk * clk
+            break
+
+    util: dict[str, float] = {}
+    for key, name in (("compute", COMPUTE_SOL), ("memory", MEMORY_SOL)):
+        v = _v(k, name)
+        if v is not None:
+            util[key] = v / 100.0
+    for level, names in SOL_LEVEL_METRICS.items():
+        v = _first(k, names)
+        if v is not None:
+            util[level] = v / 100.0
+    for key, names in (("tensor_pipe", TENSOR_PIPE_METRICS), ("fma_pipe", FMA_PIPE_METRICS), ("fp64_pipe", FP64_PIPE_METRICS)):
+        vals = [x for x in (_v(k, n) for n in names) if x is not None]
+        if vals:
+            util[key] = max(vals) / 100.0
+    for prec in PRECISIONS:
+        if prec in flops and peak.get(prec):
+            util[f"flops_{prec}"] = flops[prec] / peak[prec]
+    return Roofline(
+        duration_ns=duration,
+        flops=flops,
+        peak_flops=peak,
+        bytes_per_s=bps,
+        peak_bytes_per_s=peak_bps,
+        utilization=util,
+    )
+
+
+__all__ = ["LEVELS", "PRECISIONS", "Roofline", "roofline"]
