@@ -112,12 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--show-code", action="store_true", help="keep the notebooks' input cells")
     r.set_defaults(func=_report)
 
-    pr = sub.add_parser("profile", help="run nsys or ncu with the right flags, then diagnose")
-    pr.add_argument("tool", choices=["nsys", "ncu", "auto"])
-    pr.add_argument("-o", "--output", default=None)
-    pr.add_argument("--kernel", default=None, help="kernel-name regex (ncu)")
-    pr.add_argument("--launch-skip", type=int, default=None)
-    pr.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
+    pr = sub.add_parser(
+        "profile",
+        help="run nsys or ncu with the right flags, then diagnose",
+        description="Capture and diagnose: `profile nsys -- CMD` (timeline), `profile ncu --kernel REGEX -- CMD` "
+        "(one kernel), `profile auto -- CMD` (timeline, then ncu on the top kernels if the GPU is the limit), "
+        "`profile sass BINARY` (static SASS, no counters needed).",
+    )
+    from kprof.capture import add_arguments as _profile_arguments
+
+    _profile_arguments(pr)
     pr.set_defaults(func=_profile)
     return p
 

@@ -149,7 +149,7 @@ class KernelLaunch:
     def value(self, name: str) -> float | None:
         """The metric's numeric value, or None when it is missing or not a number."""
         m = self.metrics.get(name)
-        if m is None or isinstance(m.value, str) or isinstance(m.value, bool):
+        if m is None or isinstance(m.value, str | bool):
             return None
         return float(m.value)
 
@@ -198,7 +198,13 @@ class KernelLaunch:
 
         rows: list[dict[str, Any]] = []
         for s in self.sass:
-            row: dict[str, Any] = {"pc": s.pc, "text": s.text, "opcode": s.opcode, "file": s.file, "line": s.line}
+            row: dict[str, Any] = {
+                "pc": s.pc,
+                "text": s.text,
+                "opcode": s.opcode,
+                "file": s.file,
+                "line": s.line,
+            }
             row.update(s.counters)
             rows.append(row)
         return pd.DataFrame(rows)
@@ -256,7 +262,9 @@ class KernelProfile:
         import pandas as pd
 
         rows = [
-            (k.id, k.name, name, m.value, m.unit) for k in self.launches for name, m in sorted(k.metrics.items())
+            (k.id, k.name, name, m.value, m.unit)
+            for k in self.launches
+            for name, m in sorted(k.metrics.items())
         ]
         return pd.DataFrame(rows, columns=["launch", "kernel", "metric", "value", "unit"])
 

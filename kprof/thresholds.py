@@ -10,5 +10,149 @@ from __future__ import annotations
 # ----------------------------------------------------------------------------- timeline
 # (owned by kprof/diagnose/timeline.py)
 
+GPU_BOUND_BUSY_FRACTION = 0.80
+"""At >= 80% GPU-busy time, removing *all* idle time would speed the program up by at most
+1 / 0.8 = 1.25x (Amdahl), while the kernels hold four times as much time as the gaps: the
+time is in the kernels and the kernel profiler is the next tool. Same 1.25x line as
+HEALTHY_FRACTION_OF_PEAK below."""
+
+DOMINANT_SHARE = 0.50
+"""A cause "dominates" when it explains more than half of the time in question (idle time,
+busy time, or the capture): a definition, not a tuned value."""
+
+STARTUP_SHARE = 0.50
+"""Start-up is the capture's bottleneck when one-time work (module loading, context and handle
+creation, the first iteration) takes more than half of the captured wall time (DOMINANT_SHARE)."""
+
+MIN_ITERATIONS_FOR_WARMUP_DROP = 3
+"""With at least 3 iterations (profiler steps or repeated NVTX ranges) the first is treated as
+warm-up and left out of the steady state: DESIGN.md's measured pitfall (lazy kernel loading,
+20-48 ms of cuLibraryLoadData, handle creation in the first iterations). With fewer, dropping
+one would leave too little to measure."""
+
+CLOCK_ALIGNMENT_SLACK_NS = 1_000
+"""Tolerance when matching a host API call's end against a GPU timestamp: CUPTI converts GPU
+timestamps to the host clock, and a blocking call returns a few hundred ns to ~1 us after the
+GPU work it waited for ends (measured on the H200 samples; see tests/diagnose/test_timeline.py).
+Far below the launch overhead, so it cannot turn a launch gap into a sync."""
+
+BLOCKING_COPY_SHARE = 0.50
+"""A blocking copy call whose own GPU copy takes at least half of the call's duration is a
+transfer wait; otherwise the host mostly waited for earlier GPU work, i.e. a sync (e.g.
+``.item()``: a 4-byte copy behind a queue of kernels). DOMINANT_SHARE applied to one call."""
+
+TYPICAL_LAUNCH_OVERHEAD_NS = (2_000, 10_000)
+"""Reference range for the host cost of one kernel launch (cudaLaunchKernel / cuLaunchKernelEx
+call plus framework dispatch): 2-10 us (CUDA launch latency ~2-5 us, PyTorch eager dispatch adds
+a few us). Shown as the yardstick in evidence; the rules use the launch cost measured in the
+capture itself."""
+
+MAX_DISPATCH_PER_LAUNCH_NS = 1_000_000
+"""Host-caused idle time per launch above 1 ms is not launch or dispatch overhead: PyTorch eager
+dispatch measured 10-14 us per kernel in the H200 samples and 54-145 us per kernel in the corpus's
+busiest Python traces (ResNet-50, the 128-rank sampled job); 1 ms is ~7x the slowest of those. Above
+it the host is doing other work (CPU compute, compilation, I/O) and the diagnosis says so
+(inconclusive, with the host-sampling capture to run)."""
+
+MIN_FINDING_SHARE = 0.05
+"""A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
+run-to-run variation of a capture hides it."""
+
+TOP_KERNELS = 3
+"""Kernels named (with their ncu command) in a gpu_bound diagnosis: the three largest shares of GPU
+time, enough to cover most of a typical capture while keeping the output short."""
+
+PERSISTENT_GRID_MAX_WAVES = 4
+"""A grid whose block count is an exact multiple (1..4) of the SM count looks like a persistent
+kernel (one block or a few per SM looping over work); ncu's kernel replay breaks those, so the ncu
+command adds ``--replay-mode application`` for them (DESIGN.md)."""
+
 # ----------------------------------------------------------------------------- kernel
 # (owned by kprof/diagnose/kernel.py and kprof/diagnose/sass.py)
+
+HEALTHY_FRACTION_OF_PEAK = 0.80
+"""A kernel whose limiting unit does useful work at >= 80% of that unit's peak is *healthy*.
+ncu's own SpeedOfLight rule calls > 80% "high throughput", and the best-known codes sit
+about there: STREAM-like copies reach 85-93% of DRAM peak and cuBLAS GEMMs 75-90% of tensor
+peak (DRAM refresh, bus turnaround and pipeline fill make 100% unreachable). Inside 1.25x of
+the roof, tuning has less to win than doing less work."""
+
+LATENCY_BOUND_FRACTION = 0.60
+"""Below 60% of peak on both compute and memory, ncu's SOLBottleneck rule says the kernel is
+latency bound ("below 60.0% of peak typically indicate latency issues")."""
+
+MIN_MECHANISM_SAVINGS = 0.05
+"""A mechanism is reported (as a finding) only if fixing it would remove >= 5% of the kernel's
+time: below that, run-to-run variation under ncu (a few percent) hides it."""
+
+MIN_PRIMARY_SAVINGS = 0.10
+"""A mechanism becomes the primary bottleneck (instead of a resource id) when fixing it would
+remove >= 10% of the kernel's time."""
+
+SECTOR_BYTES = 32
+"""L1/L2 sector size in bytes (every NVIDIA GPU since Maxwell). A warp's 32 x 4-byte coalesced
+load touches 128 B = 4 sectors; 8-byte loads 8 sectors; 16-byte loads 16 sectors."""
+
+WARP_SIZE = 32
+"""Threads per warp (all NVIDIA GPUs)."""
+
+SHARED_BANKS = 32
+SHARED_BANK_BYTES = 4
+"""Shared memory has 32 banks x 4 bytes: one wavefront serves 128 B, so a conflict-free 4-byte
+warp access needs 1 wavefront per request, 8-byte 2, 16-byte 4."""
+
+COALESCING_TOLERANCE = 1.25
+"""Sectors (or wavefronts) per request above 1.25x the ideal count as uncoalesced (conflicted);
+below that, misaligned starts and partial warps explain the excess."""
+
+DIVERGENCE_ACTIVE_THREADS = 24.0
+"""Warp divergence matters when an executed warp instruction has < 24 of 32 threads active
+(< 75% SIMT efficiency): above that, loop tails and guards explain the difference."""
+
+OCCUPANCY_LOW_FRACTION = 0.50
+"""Occupancy is a candidate limiter only below 50% theoretical occupancy: at or above half of
+the warp slots, Hopper/Ampere schedulers usually have an eligible warp (ncu's Occupancy rule
+flags the limiter, not a fixed value; 50% is the conservative reading of the CUDA Best
+Practices Guide, which notes that higher occupancy does not always improve performance)."""
+
+ISSUE_EXPOSED_LATENCY = 0.60
+"""Latency is *exposed* when schedulers issue in fewer than 60% of cycles (same 60% as ncu's
+latency rule) while the top stalls are latency stalls (long/short scoreboard, wait)."""
+
+SMALL_GRID_ACTIVE_SM_FRACTION = 0.80
+"""A grid is too small when the SMs are busy less than 80% of the elapsed time on average
+(sm__cycles_active.avg / elapsed) and the grid has fewer blocks than SMs x resident blocks."""
+
+MATRIX_LIKE_FFMA_SHARE = 0.20
+"""FP32 work is matrix-like when FFMA is >= 20% of all executed (or listed) instructions and the
+arithmetic intensity is past the FP32 ridge point: a GEMM's inner loop is FFMA plus operand
+loads (siboehm-style SGEMM kernels list 23-81% FFMA)."""
+
+MATRIX_LIKE_MAX_SFU_SHARE = 0.05
+"""...and special-function instructions (MUFU: sin, exp, rsqrt) stay under 5%: transcendental-
+heavy code is not a matrix product and gains nothing from tensor cores."""
+
+MATRIX_LIKE_MIN_INTENSITY = 10.0
+"""FLOP per DRAM byte above which FP32 work is called matrix-like when the report has no FP32
+ridge point (peaks) to compare with; elementwise and stencil kernels sit below 10."""
+
+TAIL_MIN_WAVES = 1.0
+"""A tail effect needs more than one wave: with less, the problem is the grid size."""
+
+ATOMIC_MIN_SHARE = 0.20
+"""Atomics are examined as a bottleneck only when >= 20% of global memory requests are atomics
+(RED/ATOM); below that, they are bookkeeping next to the real traffic."""
+
+ATOMIC_HOT_SLICE_RATIO = 10.0
+"""Contention on few addresses shows as one L2 slice's atomic unit running >= 10x the average
+slice (addresses hash across slices, so spread-out atomics load slices evenly; H200 has 96+
+slices, so a single hot address gives a ratio near the slice count)."""
+
+L2_STREAMING_READ_HIT_RATE = 0.50
+"""When fewer than half of the L2 read sectors hit, the L2 is passing a DRAM stream through (every
+miss is a DRAM read): an L2 at its roof then means the DRAM path is saturated, and the kernel is
+named DRAM bound."""
+
+OCCUPANCY_MIN_WAVES = 0.99
+"""Occupancy can limit only a grid that fills the resident slots it has (>= 1 wave at the current
+occupancy, as a grid-stride launch sized to the GPU does); with fewer blocks, the grid is the limit."""

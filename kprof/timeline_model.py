@@ -126,28 +126,71 @@ def classify_api(name: str) -> ApiCategory:
     low = n.lower()
     if "synchronize" in low and "query" not in low:
         return ApiCategory.SYNC
-    if "launch" in low and ("kernel" in low or "graph" in low or "cooperative" in low or low.startswith("culaunch")):
+    if "launch" in low and (
+        "kernel" in low or "graph" in low or "cooperative" in low or low.startswith("culaunch")
+    ):
         return ApiCategory.LAUNCH
     if low.startswith(("cudamemset", "cumemset")):
         return ApiCategory.MEMSET
     if low.startswith(("cudamemcpy", "cumemcpy")):
         return ApiCategory.COPY_ASYNC if "async" in low else ApiCategory.COPY_SYNC
-    if low.startswith(("cudamalloc", "cudafree", "cumemalloc", "cumemfree", "cudahostalloc", "cumemhostalloc",
-                       "cudahostregister", "cumemhostregister", "cudahostunregister", "cumemhostunregister",
-                       "cudamallochost", "cudafreehost", "cumemallochost", "cumemfreehost", "cumemcreate",
-                       "cumemmap", "cumemunmap", "cumemrelease", "cumemaddressreserve", "cumemaddressfree")):
-        return ApiCategory.ALLOC
-    if (
-        low.startswith(("culibraryload", "cumoduleload", "culinkcreate", "culinkadd", "culinkcomplete",
-                        "cuinit", "cuctxcreate", "cudeviceprimaryctxretain", "cudevicegetcount",
-                        "cudagetdevicecount", "cudagetdeviceproperties", "cudevicegetattribute",
-                        "cudadevicegetattribute", "culibrarygetmodule", "culibrarygetkernel",
-                        "cumodulegetfunction", "culibrarygetunifiedfunction", "cudafuncgetattributes",
-                        "cufuncgetattribute", "cugetproctaddress", "cudagetdriverentrypoint",
-                        "cumodulegetloadingmode", "cudastreamcreate", "custreamcreate", "cudaeventcreate",
-                        "cueventcreate", "cudagraphinstantiate", "cugraphinstantiate"))
-        or low in ("cudasetdevice", "cudafree0")
+    if low.startswith(
+        (
+            "cudamalloc",
+            "cudafree",
+            "cumemalloc",
+            "cumemfree",
+            "cudahostalloc",
+            "cumemhostalloc",
+            "cudahostregister",
+            "cumemhostregister",
+            "cudahostunregister",
+            "cumemhostunregister",
+            "cudamallochost",
+            "cudafreehost",
+            "cumemallochost",
+            "cumemfreehost",
+            "cumemcreate",
+            "cumemmap",
+            "cumemunmap",
+            "cumemrelease",
+            "cumemaddressreserve",
+            "cumemaddressfree",
+        )
     ):
+        return ApiCategory.ALLOC
+    if low.startswith(
+        (
+            "culibraryload",
+            "cumoduleload",
+            "culinkcreate",
+            "culinkadd",
+            "culinkcomplete",
+            "cuinit",
+            "cuctxcreate",
+            "cudeviceprimaryctxretain",
+            "cudevicegetcount",
+            "cudagetdevicecount",
+            "cudagetdeviceproperties",
+            "cudevicegetattribute",
+            "cudadevicegetattribute",
+            "culibrarygetmodule",
+            "culibrarygetkernel",
+            "cumodulegetfunction",
+            "culibrarygetunifiedfunction",
+            "cudafuncgetattributes",
+            "cufuncgetattribute",
+            "cugetproctaddress",
+            "cudagetdriverentrypoint",
+            "cumodulegetloadingmode",
+            "cudastreamcreate",
+            "custreamcreate",
+            "cudaeventcreate",
+            "cueventcreate",
+            "cudagraphinstantiate",
+            "cugraphinstantiate",
+        )
+    ) or low in ("cudasetdevice", "cudafree0"):
         return ApiCategory.STARTUP
     return ApiCategory.OTHER
 
@@ -173,15 +216,12 @@ class _Table:
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray):
                 _ro(v)
-                if f.name in ("grid", "block"):
-                    if v.ndim != 2 or v.shape[1] != 3:
-                        raise ValueError(f"{type(self).__name__}.{f.name} must have shape (n, 3)")
+                if f.name in ("grid", "block") and (v.ndim != 2 or v.shape[1] != 3):
+                    raise ValueError(f"{type(self).__name__}.{f.name} must have shape (n, 3)")
                 if n is None:
                     n = len(v)
                 elif len(v) != n:
-                    raise ValueError(
-                        f"{type(self).__name__}.{f.name} has {len(v)} rows, the table has {n}"
-                    )
+                    raise ValueError(f"{type(self).__name__}.{f.name} has {len(v)} rows, the table has {n}")
             elif isinstance(v, list):
                 object.__setattr__(self, f.name, tuple(v))
 
@@ -191,7 +231,7 @@ class _Table:
     @property
     def duration_ns(self) -> np.ndarray:
         """``end_ns - start_ns`` (a new array)."""
-        return self.end_ns - self.start_ns  # type: ignore[attr-defined, no-any-return]
+        return self.end_ns - self.start_ns  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         n = len(self)
@@ -459,8 +499,17 @@ class Timeline:
         """(first, last) timestamp over every traced event, or None for an empty capture."""
         lo: list[int] = []
         hi: list[int] = []
-        for t in (self.kernels, self.copies, self.memsets, self.graphs, self.api, self.ranges, self.steps,
-                  self.host_ops, self.syncs):
+        for t in (
+            self.kernels,
+            self.copies,
+            self.memsets,
+            self.graphs,
+            self.api,
+            self.ranges,
+            self.steps,
+            self.host_ops,
+            self.syncs,
+        ):
             if len(t):
                 lo.append(int(t.start_ns.min()))
                 hi.append(int(t.end_ns.max()))
@@ -489,6 +538,7 @@ class Timeline:
 
 
 # ---------------------------------------------------------------------------- names
+
 
 def _strip_balanced_suffix(s: str, open_c: str, close_c: str) -> str:
     """Remove one trailing balanced ``open_c ... close_c`` group (e.g. a parameter list)."""

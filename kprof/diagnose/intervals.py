@@ -128,7 +128,12 @@ def intersect(a: Pair, b: Pair) -> Pair:
     # sweep over the merged boundary points: depth 2 means inside both
     pts = np.concatenate((as_, ae, bs, be))
     delta = np.concatenate(
-        (np.ones(len(as_), np.int8), -np.ones(len(ae), np.int8), np.ones(len(bs), np.int8), -np.ones(len(be), np.int8))
+        (
+            np.ones(len(as_), np.int8),
+            -np.ones(len(ae), np.int8),
+            np.ones(len(bs), np.int8),
+            -np.ones(len(be), np.int8),
+        )
     )
     # at equal times process ends before starts (half-open intervals)
     order = np.lexsort((delta, pts))
@@ -169,10 +174,10 @@ def per_interval_overlap(q: Pair, u: Pair) -> np.ndarray:
         # partial: interval i may start before t
         j = np.minimum(i, len(us) - 1)
         part = np.where((i < len(us)) & (us[j] < t), t - us[j], 0)
-        return full + part  # type: ignore[no-any-return]
+        return full + part
 
     out = covered_before(qe) - covered_before(qs)
-    return np.maximum(out, 0)  # type: ignore[no-any-return]
+    return np.maximum(out, 0)
 
 
 def containing(u: Pair, t: np.ndarray) -> np.ndarray:

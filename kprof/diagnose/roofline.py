@@ -21,6 +21,7 @@ Where the numbers come from (the metrics ncu's own roofline sections use):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -39,15 +40,29 @@ _FP_OPS = {
 # (byte counter, unit whose clock scales its per-cycle peak), preferred first.
 _BYTE_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {
     "dram": (("dram__bytes", "dram"),),
-    "l2": (("lts__t_bytes", "lts"), ("l1tex__m_xbar2l1tex_read_bytes", "l1tex")),
-    "l1": (("l1tex__t_bytes", "l1tex"), ("derived__l1tex__lsu_writeback_bytes_mem_lg", "l1tex")),
+    "l2": (
+        ("lts__t_bytes", "lts"),
+        ("derived__lts__lts2xbar_bytes", "lts"),
+        ("l1tex__m_xbar2l1tex_read_bytes", "l1tex"),
+    ),
+    "l1": (
+        ("l1tex__t_bytes", "l1tex"),
+        ("derived__l1tex__lsu_writeback_bytes_mem_lgds", "l1tex"),
+        ("derived__l1tex__lsu_writeback_bytes_mem_lg", "l1tex"),
+    ),
 }
 
 # SpeedOfLight utilisation (percent of peak) of each memory level, preferred first.
 SOL_LEVEL_METRICS: dict[str, tuple[str, ...]] = {
-    "dram": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+    "dram": (
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    ),
     "l2": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
-    "l1": ("l1tex__throughput.avg.pct_of_peak_sustained_active", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),
+    "l1": (
+        "l1tex__throughput.avg.pct_of_peak_sustained_active",
+        "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+    ),
 }
 COMPUTE_SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 MEMORY_SOL = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
@@ -89,6 +104,10 @@ class Roofline:
     bytes_per_s: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """Achieved bytes/s per memory level (``dram``, ``l2``, ``l1``)."""
     peak_bytes_per_s: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    tensor_path: str | None = None
+    """Which tensor data path ``flops["tensor"]``/``peak_flops["tensor"]`` refer to (Hopper+ reports name it,
+    e.g. ``hgmma_src_bf16_dst_fp32``): the busiest one, or the TF32 path when no tensor op ran (the ceiling
+    FP32 matrix code would move to)."""
     utilization: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """SpeedOfLight fractions of peak: ``compute``, ``memory``, ``dram``, ``l2``, ``l1``, ``tensor_pipe``,
     ``fma_pipe``, ``fp64_pipe``, and ``flops_<precision>`` (achieved / peak FLOP/s)."""
@@ -135,6 +154,44 @@ def _clock(k: KernelLaunch, unit: str) -> float | None:
     return _v(k, f"{unit}__cycles_elapsed.avg.per_second")
 
 
+_TENSOR_PATH = re.compile(r"^sm__ops_path_tensor_(\w+?)\.sum\.per_second$")
+
+
+def _tensor_paths(k: KernelLaunch, flops: dict[str, float], peak: dict[str, float]) -> str | None:
+    """Hopper+ reports: ``sm__ops_path_tensor_<path>.sum.per_second`` (ops = FLOP) and its
+    ``.sum.peak_sustained_elapsed.per_second`` ceiling, one per data path. Returns the path used."""
+    achieved: dict[str, float] = {}
+    ceilings: dict[str, float] = {}
+    for name in k.metrics:
+        m = _TENSOR_PATH.match(name)
+        if not m:
+            continue
+        path = m.group(1)
+        # Specific paths only (op_<instruction>_src_<type>..., FP8 and FP64, which have no op_ form); the
+        # src_<type> aggregates repeat the op_ paths' counts and would count every FLOP twice.
+        if not (path.startswith("op_") or path.startswith("src_fp8") or path == "src_fp64"):
+            continue
+        a = _v(k, name)
+        c = _v(k, f"sm__ops_path_tensor_{path}.sum.peak_sustained_elapsed.per_second")
+        if a is not None:
+            achieved[path] = a
+        if c:
+            ceilings[path] = c
+    if not ceilings:
+        return None
+    total = sum(achieved.values())
+    busiest = max(achieved, key=lambda p: achieved[p]) if total > 0 else None
+    if busiest is None:
+        dense = [p for p in ceilings if "sparsity_on" not in p]
+        tf32 = [p for p in dense if "tf32" in p]
+        pool = tf32 or dense or list(ceilings)
+        busiest = max(pool, key=lambda p: ceilings[p])
+    flops["tensor"] = total
+    if busiest in ceilings:
+        peak["tensor"] = ceilings[busiest]
+    return busiest.removeprefix("op_")
+
+
 def roofline(k: KernelLaunch) -> Roofline:
     """Compute the roofline numbers of one launch (pure; missing metrics are left out, never zero).
 
@@ -157,7 +214,8 @@ def roofline(k: KernelLaunch) -> Roofline:
     smsp_clock = _clock(k, "smsp") or sm_clock
     for prec, (add, mul, fma) in _FP_OPS.items():
         per_cycle = [
-            _v(k, f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed") for op in (add, mul, fma)
+            _v(k, f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
+            for op in (add, mul, fma)
         ]
         if all(x is not None for x in per_cycle) and smsp_clock:
             a, m, f = (x or 0.0 for x in per_cycle)
@@ -170,18 +228,20 @@ def roofline(k: KernelLaunch) -> Roofline:
         pk = _v(k, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
         if pk is not None and sm_clock:
             peak[prec] = 2 * pk * sm_clock
-    tensor_peak = _v(k, "derived__sm__inst_executed_pipe_tensor_x512")
-    if tensor_peak is None:
-        t = _v(k, "sm__inst_executed_pipe_tensor.sum.peak_sustained")
-        tensor_peak = 512 * t if t is not None else None
-    if tensor_peak and sm_clock:
-        peak["tensor"] = tensor_peak * sm_clock
-    tensor_achieved = _v(k, "derived__smsp__inst_executed_pipe_tensor_x512")
-    if tensor_achieved is None:
-        t = _v(k, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed")
-        tensor_achieved = 512 * t if t is not None else None
-    if tensor_achieved is not None and smsp_clock and "tensor" in peak:
-        flops["tensor"] = tensor_achieved * smsp_clock
+    tensor_path = _tensor_paths(k, flops, peak)
+    if tensor_path is None:
+        tensor_peak = _v(k, "derived__sm__inst_executed_pipe_tensor_x512")
+        if tensor_peak is None:
+            t = _v(k, "sm__inst_executed_pipe_tensor.sum.peak_sustained")
+            tensor_peak = 512 * t if t is not None else None
+        if tensor_peak and sm_clock:
+            peak["tensor"] = tensor_peak * sm_clock
+        tensor_achieved = _v(k, "derived__smsp__inst_executed_pipe_tensor_x512")
+        if tensor_achieved is None:
+            t = _v(k, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed")
+            tensor_achieved = 512 * t if t is not None else None
+        if tensor_achieved is not None and smsp_clock and "tensor" in peak:
+            flops["tensor"] = tensor_achieved * smsp_clock
 
     bps: dict[str, float] = {}
     peak_bps: dict[str, float] = {}
@@ -210,7 +270,11 @@ def roofline(k: KernelLaunch) -> Roofline:
         v = _first(k, names)
         if v is not None:
             util[level] = v / 100.0
-    for key, names in (("tensor_pipe", TENSOR_PIPE_METRICS), ("fma_pipe", FMA_PIPE_METRICS), ("fp64_pipe", FP64_PIPE_METRICS)):
+    for key, names in (
+        ("tensor_pipe", TENSOR_PIPE_METRICS),
+        ("fma_pipe", FMA_PIPE_METRICS),
+        ("fp64_pipe", FP64_PIPE_METRICS),
+    ):
         vals = [x for x in (_v(k, n) for n in names) if x is not None]
         if vals:
             util[key] = max(vals) / 100.0
@@ -219,6 +283,7 @@ def roofline(k: KernelLaunch) -> Roofline:
             util[f"flops_{prec}"] = flops[prec] / peak[prec]
     return Roofline(
         duration_ns=duration,
+        tensor_path=tensor_path,
         flops=flops,
         peak_flops=peak,
         bytes_per_s=bps,

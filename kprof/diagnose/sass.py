@@ -14,7 +14,7 @@ they are static counts of the listing (``weighted`` is then False).
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -23,7 +23,9 @@ from kprof.kernel_model import SassLine
 
 # Matrix (tensor-core) instructions, by generation: Volta-Ampere mma.sync (HMMA, IMMA, DMMA, BMMA),
 # Hopper warpgroup MMA (HGMMA, IGMMA, QGMMA for FP8, BGMMA), Blackwell tcgen05 (UTC*MMA).
-MMA_MNEMONICS = frozenset({"HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA", "OMMA", "QMMA"})
+MMA_MNEMONICS = frozenset(
+    {"HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA", "OMMA", "QMMA"}
+)
 _UTC_MMA = re.compile(r"^UTC\w*MMA$")
 FP32_ARITH = frozenset({"FFMA", "FADD", "FMUL", "FFMA2", "FADD2", "FMUL2"})
 FP16_ARITH = frozenset({"HFMA2", "HADD2", "HMUL2", "HFMA", "HADD", "HMUL"})
@@ -161,15 +163,21 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     SassSummary
         Empty (``instructions == 0``) when the report holds no SASS.
     """
-    weighted = bool(lines) and all(_weight(s)[1] for s in lines)
-    by: Counter[str] = Counter()
+    # Weighted when the report holds per-PC executed counts; PCs without a count (padding after EXIT,
+    # code never reached) then weigh 0.
+    weighted = any(_weight(s)[1] for s in lines)
+    by: dict[str, float] = defaultdict(float)
     total = 0.0
-    acc: dict[str, float] = Counter()
-    width_sum: dict[str, float] = Counter()
+    acc: dict[str, float] = defaultdict(float)
+    width_sum: dict[str, float] = defaultdict(float)
     dynamic_local = False
     local_lines: set[tuple[str, int]] = set()
     for s in lines:
-        w = _weight(s)[0] if weighted else 1.0
+        w, has = _weight(s)
+        if not weighted:
+            w = 1.0
+        elif not has:
+            w = 0.0
         mn = s.mnemonic
         if not mn:
             continue
@@ -194,7 +202,13 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
                 local_lines.add((s.file, s.line))
         elif mn in GLOBAL_LOADS or mn in GLOBAL_STORES or mn in SHARED_LOADS or mn in SHARED_STORES:
             key = (
-                "gld" if mn in GLOBAL_LOADS else "gst" if mn in GLOBAL_STORES else "sld" if mn in SHARED_LOADS else "sst"
+                "gld"
+                if mn in GLOBAL_LOADS
+                else "gst"
+                if mn in GLOBAL_STORES
+                else "sld"
+                if mn in SHARED_LOADS
+                else "sst"
             )
             acc[key] += w
             width_sum[key] += w * access_bytes(s.opcode)

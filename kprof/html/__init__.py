@@ -125,4 +125,37 @@ def render_html(s: dict[str, Any]) -> str:
     )
 
 
-__all__ = ["_fmt", "css", "diagnosis_summary", "next_id", "render_html", "render_text", "reset_ids"]
+from kprof.html.profiles import (  # noqa: E402 - they use the helpers above
+    Rendered,
+    heading,
+    kernel_profile_mimebundle,
+    kernel_profile_summary,
+    overview,
+    render_kernel_profile_html,
+    render_kernel_profile_text,
+    render_timeline_html,
+    render_timeline_text,
+    timeline_mimebundle,
+    timeline_summary,
+)
+
+__all__ = [
+    "Rendered",
+    "_fmt",
+    "css",
+    "diagnosis_summary",
+    "heading",
+    "kernel_profile_mimebundle",
+    "kernel_profile_summary",
+    "next_id",
+    "overview",
+    "render_html",
+    "render_kernel_profile_html",
+    "render_kernel_profile_text",
+    "render_text",
+    "render_timeline_html",
+    "render_timeline_text",
+    "reset_ids",
+    "timeline_mimebundle",
+    "timeline_summary",
+]

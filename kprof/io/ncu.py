@@ -125,7 +125,9 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
             launches.append(launch)
     if not launches:
         raise KprofInputError(p, "the report holds no kernel launches (0 actions): it is empty or truncated")
-    return KernelProfile(source=p, launches=tuple(launches), format="ncu-rep", tool_version=version, notes=tuple(notes))
+    return KernelProfile(
+        source=p, launches=tuple(launches), format="ncu-rep", tool_version=version, notes=tuple(notes)
+    )
 
 
 # --------------------------------------------------------------------------- one action
@@ -173,9 +175,12 @@ def _load_action(path: str, action: Any, index: int, ncu_report: Any, notes: lis
         )
 
     if not any(m in metrics for m in SOL_METRICS) and not any(k.startswith("launch__") for k in metrics):
-        raise KprofInputError(
-            path,
-            f"launch {index} ({name}) has neither SpeedOfLight nor launch metrics: the report is incomplete",
+        # Seen in a real ncu 2023.1 report: one launch whose metrics are all NaN and whose rules failed
+        # ("Metric launch__block_size not found"). The other launches are fine; keep it, say so, and let
+        # the diagnosis be inconclusive with the command that profiles it again.
+        notes.append(
+            f"launch {index} ({name}): ncu recorded no SpeedOfLight values and no launch statistics "
+            "(its profiling failed); it is diagnosed as inconclusive"
         )
 
     sass = _load_sass(action, metrics, instanced)
@@ -299,9 +304,13 @@ def _rules(action: Any) -> tuple[RuleResult, ...]:
                 message=str(msg.get("message") or ""),
                 section=str(d.get("section_identifier") or ""),
                 speedup_estimate=float(speedup) if isinstance(speedup, int | float) else None,
-                speedup_type=_SPEEDUP_TYPES.get(int(sp.get("type", 0))) if isinstance(sp, dict) and sp else None,
+                speedup_type=_SPEEDUP_TYPES.get(int(sp.get("type", 0)))
+                if isinstance(sp, dict) and sp
+                else None,
                 kind=_MSG_TYPES.get(int(msg.get("type", 0) or 0), ""),
-                focus_metrics=tuple(str(f.get("name")) for f in d.get("focus_metrics") or () if f.get("name")),
+                focus_metrics=tuple(
+                    str(f.get("name")) for f in d.get("focus_metrics") or () if f.get("name")
+                ),
             )
         )
     return tuple(out)
@@ -314,7 +323,9 @@ def _sections(action: Any) -> tuple[str, ...]:
         return ()
 
 
-def _load_sass(action: Any, metrics: Mapping[str, Metric], instanced: Mapping[str, Any]) -> tuple[SassLine, ...]:
+def _load_sass(
+    action: Any, metrics: Mapping[str, Metric], instanced: Mapping[str, Any]
+) -> tuple[SassLine, ...]:
     """Walk the function's SASS from its entry PC, 16 bytes per instruction, and attach per-PC counters."""
     fpcs = instanced.get("launch__function_pcs")
     starts: list[int] = []
@@ -354,15 +365,15 @@ def _load_sass(action: Any, metrics: Mapping[str, Metric], instanced: Mapping[st
         if first is None or first not in text_by_pc:
             continue
         for i in range(n):
-            pc = _as_int(cids, i)
-            if pc is None or pc not in text_by_pc:
+            pci = _as_int(cids, i)
+            if pci is None or pci not in text_by_pc:
                 continue
             try:
                 v = m.value(i)
             except Exception:
                 continue
             if isinstance(v, int | float) and not isinstance(v, bool):
-                counters.setdefault(pc, {})[mname] = float(v)
+                counters.setdefault(pci, {})[mname] = float(v)
 
     lines: list[SassLine] = []
     for pc in sorted(text_by_pc):
@@ -378,7 +389,9 @@ def _load_sass(action: Any, metrics: Mapping[str, Metric], instanced: Mapping[st
                 line = int(ln) if ln else None
             except Exception:
                 file = line = None
-        lines.append(SassLine(pc=pc, text=text_by_pc[pc], file=file, line=line, counters=counters.get(pc, {})))
+        lines.append(
+            SassLine(pc=pc, text=text_by_pc[pc], file=file, line=line, counters=counters.get(pc, {}))
+        )
     return tuple(lines)
 
 

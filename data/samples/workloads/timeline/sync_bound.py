@@ -1,17 +1,19 @@
 """sync_bound: a loop that reads a scalar back with .item() after every moderate kernel.
 
-Each of the 16 inner iterations runs a 1024^3 FP32 matmul + tanh + mean (~tens of microseconds on the
-GPU) and then calls .item(), which blocks the host until the GPU is done and copies 4 bytes back;
-the GPU then idles while Python resumes and launches the next kernels. Each step also ends in
-torch.cuda.synchronize(). (The fix: keep the value on the GPU and read it once per step or less.)
+Each of the 16 inner iterations runs a 2048^3 FP32 matmul + tanh + mean (a few hundred microseconds
+on the GPU) and then calls .item(), which blocks the host in cudaStreamSynchronize until the GPU is
+done and copies 4 bytes back. The host cannot run ahead, so after every sync the GPU idles while
+Python resumes and dispatches the next kernels; each step also ends in torch.cuda.synchronize().
+Without the per-iteration read-back the host would stay ahead of the GPU (its dispatch work per
+iteration is shorter than the GPU work). (The fix: keep the value on the GPU, read it once per step.)
 """
 import torch
 
 from _harness import main
 
 torch.manual_seed(0)
-w = torch.randn(1024, 1024, device="cuda") / 32
-x0 = torch.randn(1024, 1024, device="cuda")
+w = torch.randn(2048, 2048, device="cuda") / 45
+x0 = torch.randn(2048, 2048, device="cuda")
 history = []
 
 
@@ -23,4 +25,4 @@ def step(i: int) -> None:
     torch.cuda.synchronize()
 
 
-main(step, warmup=5, steps=8)
+main(step, warmup=3, steps=6)

@@ -1,0 +1,1434 @@
+"""Timeline diagnosis: is the time even inside a kernel, and if not, what was the host doing?
+
+:func:`diagnose_timeline` takes a :class:`~kprof.timeline_model.Timeline` and returns
+:class:`~kprof.model.Diagnosis` objects, the capture's verdict first.
+
+How it decides (every threshold is in :mod:`kprof.thresholds`, each with its source):
+
+1. **Steady state.** Start-up (the first iteration, lazy module loading, context and
+   library handle creation) is told apart from the steady state: with >= 3 iterations
+   (profiler steps, or top-level NVTX ranges that repeat under one name once digits are
+   ignored) the first is left out; without iterations the steady state begins after the
+   last start-up API call (module/library loading, context creation) issued before the
+   bulk of the GPU work.
+2. **GPU-busy time.** The union of kernel, copy, memset and CUDA-graph intervals on the
+   busiest GPU, against the steady state's wall time.
+3. **Transfers.** Copy time not overlapped by compute that is more than half of the busy
+   time makes the capture ``transfer_bound``.
+4. **GPU-bound.** At >= 80% busy the time is in the kernels: ``gpu_bound``, with the
+   kernels ranked by their share of GPU time and the exact ``ncu`` command for each.
+5. **Gap attribution.** Otherwise every idle gap is attributed to a cause from the
+   mechanism, never from names of files or kernels: the GPU work that ends the gap is
+   traced to its launch call through its correlation id. If that work was already queued
+   when the GPU went idle, the GPU was waiting on a device-side dependency. If the host
+   was blocked in a synchronizing call when the GPU went idle, the queue had drained
+   behind a sync (``sync_bound``), or behind a blocking copy whose own transfer took most
+   of the call (``transfer_bound``). If start-up calls fill the gap, ``startup_bound``.
+   Otherwise the host was busy issuing work (Python, framework dispatch, launch calls)
+   and the GPU ran out of it: ``host_launch_bound``. The cause explaining the most idle
+   time wins; the others become findings ranked by their share.
+
+Metric keys used in ``expect`` (each computable from a Timeline by :func:`timeline_metrics`,
+on the steady state, so that ``compare`` can look them up in the *after* capture):
+
+========================  =====================================================
+``wall_ns``               steady-state wall time
+``gpu_busy_ns``           union of GPU work on the busiest GPU
+``gpu_busy_fraction``     ``gpu_busy_ns / wall_ns``
+``gpu_idle_ns``           ``wall_ns - gpu_busy_ns``
+``mean_gap_ns``           mean idle gap between GPU work
+``kernel_count``          kernels in the steady state
+``launch_count``          launch API calls (kernels and graphs) in the steady state
+``step_ns``               median iteration time (when iterations are known)
+``sync_count``            blocking synchronizing calls in the steady state
+``sync_wait_ns``          host time blocked in those calls
+``copy_ns``               union of copy time on the busiest GPU
+``exposed_copy_ns``       copy time not overlapped by compute
+``pageable_copy_bytes``   bytes copied to or from pageable host memory
+========================  =====================================================
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kprof import thresholds as th
+from kprof.diagnose import intervals as iv
+from kprof.model import (
+    Bottleneck,
+    Confidence,
+    Diagnosis,
+    Direction,
+    Evidence,
+    Expectation,
+    Finding,
+    Subject,
+    SubjectKind,
+    Verdict,
+)
+from kprof.timeline_model import (
+    LAUNCH_COOPERATIVE,
+    MEM_PAGEABLE,
+    ApiCategory,
+    CopyTable,
+    GraphTable,
+    KernelTable,
+    MemsetTable,
+    Timeline,
+)
+
+Pair = tuple[np.ndarray, np.ndarray]
+_EMPTY: Pair = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+METRICS: dict[str, str] = {
+    "wall_ns": "steady-state wall time",
+    "gpu_busy_ns": "GPU-busy time (union of kernels, copies, memsets, graphs)",
+    "gpu_busy_fraction": "GPU-busy fraction",
+    "gpu_idle_ns": "GPU idle time",
+    "mean_gap_ns": "mean idle gap",
+    "kernel_count": "kernels",
+    "launch_count": "launch calls",
+    "step_ns": "median iteration time",
+    "sync_count": "blocking syncs",
+    "sync_wait_ns": "host time blocked in syncs",
+    "copy_ns": "copy time",
+    "exposed_copy_ns": "copy time not overlapped by compute",
+    "pageable_copy_bytes": "bytes copied through pageable memory",
+}
+"""The metric keys of ``expect``, with what each means (see the module docstring)."""
+
+_CAUSES = ("host", "sync", "copy", "startup", "device_wait", "unknown")
+
+
+# ============================================================================ analysis
+
+
+@dataclass(slots=True)
+class _Gpu:
+    """GPU work of one device, sorted by start, with the union."""
+
+    device: int
+    starts: np.ndarray
+    ends: np.ndarray
+    corr: np.ndarray
+    kind: np.ndarray  # 0 kernel, 1 copy, 2 memset, 3 graph
+    busy: Pair
+    compute: Pair  # kernels + graphs
+    copies: Pair
+
+
+@dataclass(slots=True)
+class _Window:
+    """Stats of one set of windows (the steady state, or an NVTX range's instances)."""
+
+    lo: int
+    hi: int
+    wall_ns: int
+    busy_ns: int
+    compute_ns: int
+    copy_ns: int
+    exposed_copy_ns: int
+    idle_ns: int
+    gap_count: int
+    idle_by_cause: dict[str, int]
+    host_split: dict[str, int]  # within host-caused gaps: launch calls, cpu ops, other API, untraced
+    kernel_count: int
+    launch_count: int
+    sync_count: int
+    sync_wait_ns: int
+    pageable_bytes: int
+    pageable_copy_ns: int
+    copy_bytes: int
+    median_kernel_ns: float
+    median_launch_call_ns: float | None
+    median_gap_ns: float
+    mean_gap_ns: float
+    launch_interval_ns: float | None
+    scope: str = "the steady state"
+
+    @property
+    def busy_fraction(self) -> float:
+        return self.busy_ns / self.wall_ns if self.wall_ns > 0 else 0.0
+
+
+@dataclass(slots=True)
+class _Context:
+    tl: Timeline
+    gpu: _Gpu
+    api_corr_sorted: np.ndarray
+    api_corr_order: np.ndarray
+    blocking: Pair  # union of host calls that block on the GPU
+    blocking_calls: tuple[np.ndarray, np.ndarray, np.ndarray]  # start, end, is-transfer-wait, sorted by start
+    startup_calls: Pair
+    launch_calls: Pair
+    other_api: Pair
+    host_ops: Pair
+    capture_lo: int
+    capture_hi: int
+    steady_lo: int
+    steady_hi: int
+    steady_reason: str
+    iterations: Pair
+    iteration_label: str
+    startup_first_call_ns: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _gpu_work(tl: Timeline) -> tuple[_Gpu, list[tuple[int, int]]]:
+    """The busiest GPU's work, and (device, busy ns) for all GPUs."""
+    parts = []
+    tables: tuple[KernelTable | CopyTable | MemsetTable | GraphTable, ...] = (
+        tl.kernels,
+        tl.copies,
+        tl.memsets,
+        tl.graphs,
+    )
+    for k, t in enumerate(tables):
+        if len(t):
+            parts.append((t.start_ns, t.end_ns, t.correlation, t.device, np.full(len(t), k, np.int8)))
+    starts = np.concatenate([p[0] for p in parts])
+    ends = np.concatenate([p[1] for p in parts])
+    corr = np.concatenate([p[2] for p in parts])
+    dev = np.concatenate([p[3].astype(np.int32) for p in parts])
+    kind = np.concatenate([p[4] for p in parts])
+    devices = np.unique(dev)
+    per_dev: list[tuple[int, int]] = []
+    best: tuple[int, int] | None = None
+    if len(devices) == 1:
+        sel = None
+        d0 = int(devices[0])
+        busy = iv.union(starts, ends)
+        per_dev.append((d0, iv.total(busy)))
+        best = (d0, 0)
+    else:
+        for d in devices.tolist():
+            m = dev == d
+            b = iv.total(iv.union(starts[m], ends[m]))
+            per_dev.append((int(d), b))
+        d0 = max(per_dev, key=lambda x: x[1])[0]
+        sel = dev == d0
+        starts, ends, corr, kind = starts[sel], ends[sel], corr[sel], kind[sel]
+        busy = iv.union(starts, ends)
+        best = (d0, 0)
+    order = np.argsort(starts, kind="stable")
+    starts, ends, corr, kind = starts[order], ends[order], corr[order], kind[order]
+    comp = (kind == 0) | (kind == 3)
+    compute = iv.union(starts[comp], ends[comp])
+    cp = kind == 1
+    copies = iv.union(starts[cp], ends[cp])
+    return _Gpu(
+        device=best[0],
+        starts=starts,
+        ends=ends,
+        corr=corr,
+        kind=kind,
+        busy=busy,
+        compute=compute,
+        copies=copies,
+    ), per_dev
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"\d+", "#", name).strip()
+
+
+def _top_level(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Mask of intervals not contained in an earlier-starting one (per call: one thread)."""
+    if len(starts) == 0:
+        return np.zeros(0, bool)
+    order = np.lexsort((-ends, starts))
+    run_end = np.maximum.accumulate(ends[order])
+    top_sorted = np.ones(len(starts), bool)
+    top_sorted[1:] = starts[order][1:] >= run_end[:-1]
+    out = np.zeros(len(starts), bool)
+    out[order] = top_sorted
+    return out
+
+
+def _iterations(tl: Timeline) -> tuple[Pair, str]:
+    """Iteration windows: profiler steps, else repeated top-level NVTX ranges on one thread."""
+    if len(tl.steps):
+        order = np.argsort(tl.steps.start_ns)
+        return (tl.steps.start_ns[order], tl.steps.end_ns[order]), "profiler step"
+    r = tl.ranges
+    if len(r) == 0:
+        return _EMPTY, ""
+    best: tuple[int, Pair, str] | None = None
+    norm = [_normalize(n) for n in r.names]
+    norm_id = (
+        np.array([norm.index(n) for n in norm], np.int64)[r.name_id] if r.names else np.zeros(0, np.int64)
+    )
+    for t in np.unique(r.thread).tolist():
+        m = r.thread == t
+        top = _top_level(r.start_ns[m], r.end_ns[m])
+        ids = norm_id[m][top]
+        s, e = r.start_ns[m][top], r.end_ns[m][top]
+        if len(ids) == 0:
+            continue
+        vals, counts = np.unique(ids, return_counts=True)
+        k = int(np.argmax(counts))
+        if counts[k] >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+            sel = ids == vals[k]
+            o = np.argsort(s[sel])
+            cand = (s[sel][o], e[sel][o])
+            if best is None or counts[k] > best[0]:
+                best = (int(counts[k]), cand, norm[int(vals[k])])
+    if best is None:
+        return _EMPTY, ""
+    return best[1], f"NVTX range {best[2]!r}"
+
+
+def _api_lookup(tl: Timeline) -> tuple[np.ndarray, np.ndarray]:
+    corr = tl.api.correlation
+    valid = np.flatnonzero(corr >= 0)
+    order = valid[np.argsort(corr[valid], kind="stable")]
+    return corr[order], order
+
+
+def _find_api(ctx: _Context, corr: np.ndarray) -> np.ndarray:
+    """Row index into tl.api of the call with each correlation id, or -1."""
+    sc, order = ctx.api_corr_sorted, ctx.api_corr_order
+    if len(sc) == 0:
+        return np.full(len(corr), -1, np.int64)
+    i = np.searchsorted(sc, corr)
+    i_c = np.minimum(i, len(sc) - 1)
+    ok = (i < len(sc)) & (sc[i_c] == corr) & (corr >= 0)
+    return np.where(ok, order[i_c], -1)
+
+
+def _context(tl: Timeline) -> _Context:
+    gpu, per_dev = _gpu_work(tl)
+    api = tl.api
+    cat = api.category
+    span = tl.span_ns()
+    assert span is not None
+    cap_lo, cap_hi = span
+    # Kineto's own profiler span may start well before any event; measure from the events.
+    lo_candidates = [int(gpu.starts.min())]
+    hi_candidates = [int(gpu.ends.max())]
+    for t in (api, tl.ranges, tl.steps, tl.host_ops):
+        if len(t):
+            lo_candidates.append(int(t.start_ns.min()))
+            hi_candidates.append(int(t.end_ns.max()))
+    cap_lo, cap_hi = min(lo_candidates), max(hi_candidates)
+
+    api_sorted, api_order = _api_lookup(tl)
+    # blocking calls: syncs, synchronous copies, and async copies that returned only after their copy ended
+    blocking_mask = (cat == ApiCategory.SYNC) | (cat == ApiCategory.COPY_SYNC)
+    transfer_wait = np.zeros(len(api), bool)
+    copy_calls = np.flatnonzero((cat == ApiCategory.COPY_SYNC) | (cat == ApiCategory.COPY_ASYNC))
+    if len(copy_calls) and len(tl.copies):
+        c = tl.copies
+        corder = np.argsort(c.correlation, kind="stable")
+        csorted = c.correlation[corder]
+        qc = api.correlation[copy_calls]
+        j = np.searchsorted(csorted, qc)
+        jc = np.minimum(j, max(len(csorted) - 1, 0))
+        ok = (j < len(csorted)) & (csorted[jc] == qc) & (qc >= 0)
+        rows = corder[jc]
+        call_dur = api.end_ns[copy_calls] - api.start_ns[copy_calls]
+        copy_end = np.where(ok, c.end_ns[rows], np.iinfo(np.int64).max)
+        copy_dur = np.where(ok, c.end_ns[rows] - c.start_ns[rows], 0)
+        returned_after_copy = api.end_ns[copy_calls] + th.CLOCK_ALIGNMENT_SLACK_NS >= copy_end
+        is_async = cat[copy_calls] == ApiCategory.COPY_ASYNC
+        blocking_mask[copy_calls[is_async & returned_after_copy]] = True
+        tw = ok & (copy_dur >= th.BLOCKING_COPY_SHARE * np.maximum(call_dur, 1))
+        transfer_wait[copy_calls[tw]] = True
+    bidx = np.flatnonzero(blocking_mask)
+    border = bidx[np.argsort(api.start_ns[bidx], kind="stable")]
+    blocking_calls = (api.start_ns[border], api.end_ns[border], transfer_wait[border])
+    blocking = iv.union(api.start_ns[bidx], api.end_ns[bidx])
+
+    startup_mask = cat == ApiCategory.STARTUP
+    first_call_ns = 0
+    if len(api):
+        # CUDA initializes lazily on the first runtime call of a process: when the capture
+        # holds that call (it is the earliest API call and not a launch), it is start-up work.
+        first = int(np.argmin(api.start_ns))
+        if (
+            cat[first] not in (ApiCategory.LAUNCH, ApiCategory.SYNC)
+            and int(api.start_ns[first]) <= cap_lo + 1
+        ):
+            startup_mask = startup_mask.copy()
+            startup_mask[first] = True
+            first_call_ns = int(api.end_ns[first] - api.start_ns[first])
+    startup_calls = iv.union(api.start_ns[startup_mask], api.end_ns[startup_mask])
+    launch_m = cat == ApiCategory.LAUNCH
+    launch_calls = iv.union(api.start_ns[launch_m], api.end_ns[launch_m])
+    other_m = ~(launch_m | blocking_mask | startup_mask)
+    other_api = iv.union(api.start_ns[other_m], api.end_ns[other_m])
+    host_ops = iv.union(tl.host_ops.start_ns, tl.host_ops.end_ns) if len(tl.host_ops) else _EMPTY
+
+    its, label = _iterations(tl)
+    steady_lo, steady_hi, reason = cap_lo, cap_hi, "the whole capture"
+    if len(its[0]) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+        steady_lo = int(its[0][1])
+        reason = f"{label}s 2-{len(its[0])} (the first {label} left out as warm-up)"
+    elif len(startup_calls[0]):
+        # the last start-up call issued before the bulk (median) of the GPU work
+        mid = int(np.median(gpu.starts))
+        before = startup_calls[1][startup_calls[0] < mid]
+        if len(before):
+            steady_lo = max(cap_lo, int(before.max()))
+            reason = "from the end of the last start-up call (module loading, context creation) to the end"
+    ctx = _Context(
+        tl=tl,
+        gpu=gpu,
+        api_corr_sorted=api_sorted,
+        api_corr_order=api_order,
+        blocking=blocking,
+        blocking_calls=blocking_calls,
+        startup_calls=startup_calls,
+        launch_calls=launch_calls,
+        other_api=other_api,
+        host_ops=host_ops,
+        capture_lo=cap_lo,
+        capture_hi=cap_hi,
+        steady_lo=steady_lo,
+        steady_hi=steady_hi,
+        steady_reason=reason,
+        iterations=its,
+        iteration_label=label,
+        startup_first_call_ns=first_call_ns,
+    )
+    if len(per_dev) > 1:
+        others = ", ".join(f"GPU {d}: {b / 1e6:.3g} ms busy" for d, b in per_dev if d != gpu.device)
+        ctx.notes.append(f"diagnosed GPU {gpu.device}, the busiest; {others}")
+    return ctx
+
+
+def _analyze(ctx: _Context, windows: Pair) -> _Window:
+    """Busy/idle stats and gap attribution within a union of windows."""
+    tl, g = ctx.tl, ctx.gpu
+    api = tl.api
+    ws, we = windows
+    wall = iv.total(windows)
+    busy = iv.intersect(g.busy, windows)
+    busy_ns = iv.total(busy)
+    compute_ns = iv.total(iv.intersect(g.compute, windows))
+    copies_w = iv.intersect(g.copies, windows)
+    copy_ns = iv.total(copies_w)
+    exposed_copy = copy_ns - iv.overlap_total(copies_w, g.compute)
+    # gaps: the complement of busy within each window
+    gs_list, ge_list = [], []
+    for a, b in zip(ws.tolist(), we.tolist(), strict=True):
+        s, e = iv.gaps(iv.clip(g.busy, a, b), a, b)
+        gs_list.append(s)
+        ge_list.append(e)
+    gs = np.concatenate(gs_list) if gs_list else np.zeros(0, np.int64)
+    ge = np.concatenate(ge_list) if ge_list else np.zeros(0, np.int64)
+    glen = ge - gs
+    idle_ns = int(glen.sum())
+    cause = np.full(len(gs), _CAUSES.index("unknown"), np.int8)
+    host_split = {"launch calls": 0, "CPU ops": 0, "other CUDA calls": 0, "untraced host time": 0}
+    if len(gs):
+        # the GPU work that ends each gap (first op starting at or after the gap end)
+        k = np.searchsorted(g.starts, ge, side="left")
+        has_next = k < len(g.starts)
+        kc = np.minimum(k, len(g.starts) - 1)
+        rows = np.where(has_next, _find_api(ctx, g.corr[kc]), -1)
+        known = rows >= 0
+        launch_end = np.where(known, api.end_ns[np.maximum(rows, 0)], 0)
+        queued_before = known & (launch_end + th.CLOCK_ALIGNMENT_SLACK_NS < gs)
+        # host blocked in a synchronizing call when the GPU went idle
+        bs, be, btw = ctx.blocking_calls
+        bi = np.searchsorted(bs, gs, side="right") - 1
+        # the latest-starting blocking call before the gap may be short; use the union for "inside"
+        in_block = iv.containing((ctx.blocking[0], ctx.blocking[1] + th.CLOCK_ALIGNMENT_SLACK_NS), gs) >= 0
+        bic = np.maximum(bi, 0)
+        transfer = in_block & (bi >= 0) & btw[bic] if len(bs) else np.zeros(len(gs), bool)
+        startup_cov = iv.per_interval_overlap((gs, ge), ctx.startup_calls)
+        startup = startup_cov * 2 > glen
+        has_host = tl.has_host_trace and len(api) > 0
+        c = np.full(len(gs), _CAUSES.index("host"), np.int8)
+        c[startup] = _CAUSES.index("startup")
+        c[in_block & ~transfer] = _CAUSES.index("sync")
+        c[in_block & transfer] = _CAUSES.index("copy")
+        c[queued_before & ~in_block] = _CAUSES.index("device_wait")
+        if not has_host:
+            c[:] = _CAUSES.index("unknown")
+        cause = c
+        hm = cause == _CAUSES.index("host")
+        if hm.any():
+            hq = (gs[hm], ge[hm])
+            hl = int(iv.per_interval_overlap(hq, ctx.launch_calls).sum())
+            ho = (
+                int(iv.per_interval_overlap(hq, iv.union_many(ctx.host_ops, ctx.other_api)).sum())
+                if len(ctx.host_ops[0]) or len(ctx.other_api[0])
+                else 0
+            )
+            hops = int(iv.per_interval_overlap(hq, ctx.host_ops).sum()) if len(ctx.host_ops[0]) else 0
+            total_h = int(glen[hm].sum())
+            host_split = {
+                "launch calls": hl,
+                "CPU ops": hops,
+                "other CUDA calls": max(0, ho - hops),
+                "untraced host time": max(0, total_h - hl - ho),
+            }
+    idle_by = {c: int(glen[cause == i].sum()) for i, c in enumerate(_CAUSES)}
+    # counts inside the windows
+    in_w = iv.containing(windows, g.starts) >= 0
+    kernel_count = int(np.count_nonzero(in_w & (g.kind == 0)))
+    a_in = iv.containing(windows, api.start_ns) >= 0 if len(api) else np.zeros(0, bool)
+    launch_mask = a_in & (api.category == ApiCategory.LAUNCH)
+    launch_corr = api.correlation[launch_mask]
+    launch_count = len(np.unique(launch_corr)) if len(launch_corr) else 0
+    bs, be, _ = ctx.blocking_calls
+    b_in = iv.containing(windows, bs) >= 0
+    sync_count = int(np.count_nonzero(b_in))
+    sync_wait = iv.total(iv.intersect(iv.union(bs[b_in], be[b_in]), windows)) if sync_count else 0
+    cp = tl.copies
+    pageable_bytes = 0
+    pageable_ns = 0
+    copy_bytes = 0
+    if len(cp):
+        cm = (cp.device == g.device) & (iv.containing(windows, cp.start_ns) >= 0)
+        hk = cp.host_kind()
+        pm = cm & (hk == MEM_PAGEABLE)
+        pageable_bytes = int(cp.bytes[pm].sum())
+        pageable_ns = int((cp.end_ns[pm] - cp.start_ns[pm]).sum())
+        copy_bytes = int(cp.bytes[cm].sum())
+    kd = (g.ends - g.starts)[in_w & ((g.kind == 0) | (g.kind == 3))]
+    lm = launch_mask
+    lcalls = (api.end_ns - api.start_ns)[lm] if len(api) else np.zeros(0, np.int64)
+    interior = glen[(gs > ws.min()) & (ge < we.max())] if len(gs) and len(ws) else glen
+    launch_interval = None
+    if launch_count >= 2:
+        ls = np.sort(api.start_ns[lm])
+        launch_interval = float(np.median(np.diff(ls)))
+    return _Window(
+        lo=int(ws.min()) if len(ws) else 0,
+        hi=int(we.max()) if len(we) else 0,
+        wall_ns=wall,
+        busy_ns=busy_ns,
+        compute_ns=compute_ns,
+        copy_ns=copy_ns,
+        exposed_copy_ns=int(exposed_copy),
+        idle_ns=idle_ns,
+        gap_count=len(gs),
+        idle_by_cause=idle_by,
+        host_split=host_split,
+        kernel_count=kernel_count,
+        launch_count=launch_count,
+        sync_count=sync_count,
+        sync_wait_ns=sync_wait,
+        pageable_bytes=pageable_bytes,
+        pageable_copy_ns=pageable_ns,
+        copy_bytes=copy_bytes,
+        median_kernel_ns=float(np.median(kd)) if len(kd) else 0.0,
+        median_launch_call_ns=float(np.median(lcalls)) if len(lcalls) else None,
+        median_gap_ns=float(np.median(interior)) if len(interior) else 0.0,
+        mean_gap_ns=float(interior.mean()) if len(interior) else 0.0,
+        launch_interval_ns=launch_interval,
+    )
+
+
+def _steady(ctx: _Context) -> Pair:
+    return np.array([ctx.steady_lo], np.int64), np.array([max(ctx.steady_hi, ctx.steady_lo)], np.int64)
+
+
+# ============================================================================ public helpers
+
+
+def timeline_metrics(tl: Timeline) -> dict[str, float]:
+    """The ``expect`` metrics (see :data:`METRICS`) measured on a timeline's steady state.
+
+    Empty when the timeline holds no GPU work.
+
+    Examples
+    --------
+    >>> from kprof.timeline_model import Timeline
+    >>> timeline_metrics(Timeline(source="x", format="nsys"))
+    {}
+    """
+    if tl.gpu_op_count == 0:
+        return {}
+    ctx = _context(tl)
+    w = _analyze(ctx, _steady(ctx))
+    out: dict[str, float] = {
+        "wall_ns": float(w.wall_ns),
+        "gpu_busy_ns": float(w.busy_ns),
+        "gpu_busy_fraction": w.busy_fraction,
+        "gpu_idle_ns": float(w.idle_ns),
+        "mean_gap_ns": w.mean_gap_ns,
+        "kernel_count": float(w.kernel_count),
+        "launch_count": float(w.launch_count),
+        "sync_count": float(w.sync_count),
+        "sync_wait_ns": float(w.sync_wait_ns),
+        "copy_ns": float(w.copy_ns),
+        "exposed_copy_ns": float(w.exposed_copy_ns),
+        "pageable_copy_bytes": float(w.pageable_bytes),
+    }
+    st = _step_times(ctx)
+    if st is not None:
+        out["step_ns"] = float(np.median(st))
+    return out
+
+
+def _step_times(ctx: _Context) -> np.ndarray | None:
+    s, e = ctx.iterations
+    if len(s) == 0:
+        return None
+    if len(s) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+        s, e = s[1:], e[1:]
+    # an iteration's time is start-to-next-start (the loop period), the last one its own length
+    period = np.empty(len(s), np.int64)
+    period[:-1] = np.diff(s)
+    period[-1] = e[-1] - s[-1]
+    return period
+
+
+# ============================================================================ formatting
+
+
+def _ms(ns: float) -> str:
+    if ns >= 1e9:
+        return f"{ns / 1e9:.3g} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3g} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.3g} us"
+    return f"{ns:.0f} ns"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3g}%"
+
+
+def _bytes(b: float) -> str:
+    for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= f:
+            return f"{b / f:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
+def _subject(ctx: _Context, kind: SubjectKind = SubjectKind.CAPTURE, name: str | None = None) -> Subject:
+    tl = ctx.tl
+    base = tl.source.rsplit("/", 1)[-1]
+    return Subject(kind=kind, name=name or base, device=tl.gpu_name(ctx.gpu.device))
+
+
+def _busy_evidence(w: _Window) -> Evidence:
+    return Evidence(
+        name="GPU-busy fraction",
+        value=round(100 * w.busy_fraction, 2),
+        unit="%",
+        reference=f"{_ms(w.busy_ns)} busy of {_ms(w.wall_ns)} wall; >= {th.GPU_BOUND_BUSY_FRACTION:.0%} means the "
+        "time is in GPU work",
+        reference_value=100 * th.GPU_BOUND_BUSY_FRACTION,
+        metric="gpu_busy_fraction",
+    )
+
+
+def _findings(w: _Window, exclude: str) -> list[Finding]:
+    out: list[Finding] = []
+    idle = max(w.idle_ns, 1)
+    labels = {
+        "host": (Bottleneck.HOST_LAUNCH_BOUND, "the host was still issuing work (dispatch and launch calls)"),
+        "sync": (Bottleneck.SYNC_BOUND, "the queue had drained behind a blocking sync"),
+        "copy": (Bottleneck.TRANSFER_BOUND, "the host was blocked in a copy"),
+        "startup": (Bottleneck.STARTUP_BOUND, "one-time start-up calls (module loading, context creation)"),
+    }
+    for cause, (b, text) in labels.items():
+        if cause == exclude:
+            continue
+        v = w.idle_by_cause.get(cause, 0)
+        share = v / idle
+        if share >= th.MIN_FINDING_SHARE:
+            out.append(
+                Finding(
+                    bottleneck=b,
+                    headline=f"{_pct(share)} of the GPU's idle time ({_ms(v)}): {text}.",
+                    evidence=(
+                        Evidence(
+                            name=f"idle time: {cause}",
+                            value=round(v / 1e3, 3),
+                            unit="us",
+                            reference=f"of {_ms(w.idle_ns)} idle",
+                        ),
+                    ),
+                    share=min(1.0, share),
+                )
+            )
+    if exclude != "transfer" and w.pageable_bytes > 0:
+        share = min(1.0, w.pageable_copy_ns / max(w.wall_ns, 1))
+        out.append(
+            Finding(
+                bottleneck=Bottleneck.TRANSFER_BOUND,
+                headline=f"{_bytes(w.pageable_bytes)} copied through pageable host memory ({_ms(w.pageable_copy_ns)}): "
+                "pageable copies are staged by the driver and block the host.",
+                evidence=(
+                    Evidence(
+                        name="pageable copy bytes",
+                        value=w.pageable_bytes,
+                        unit="B",
+                        reference="0: pin host buffers (pin_memory / cudaHostAlloc)",
+                        metric="pageable_copy_bytes",
+                    ),
+                ),
+                share=share,
+            )
+        )
+    out.sort(key=lambda f: -(f.share or 0))
+    return out
+
+
+def _confidence(share: float, w: _Window, has_host: bool, extra: str) -> Confidence:
+    v = 0.5 + 0.45 * min(1.0, max(0.0, (share - 0.5) / 0.5))
+    if not has_host:
+        v = min(v, 0.5)
+    if w.gap_count < 10 and w.kernel_count < 10:
+        v = min(v, 0.6)
+    return Confidence(value=round(v, 2), would_raise=extra)
+
+
+# ============================================================================ rules
+
+
+def _no_gpu_work(tl: Timeline) -> Diagnosis:
+    base = tl.source.rsplit("/", 1)[-1]
+    missing = "no kernel, copy, memset or CUDA graph activity"
+    if tl.counts.get("cuda_profiler_range"):
+        what = (
+            f"{missing}: it is a CUPTI range-profiler trace ({tl.counts['cuda_profiler_range']} "
+            "cuda_profiler_range events hold counters, not kernel timings)"
+        )
+        nxt = (
+            "Capture a timeline instead: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+            "ProfilerActivity.CUDA]) without the CUPTI range profiler, or `nsys profile -t cuda,nvtx -o out "
+            "<your command>`."
+        )
+    elif tl.format == "nsys" and not tl.has_host_trace:
+        what = f"{missing} and no CUDA API calls: the capture did not trace CUDA"
+        nxt = "Re-capture with CUDA tracing on: `nsys profile -t cuda,nvtx,osrt -o out <your command>`."
+    elif len(tl.api):
+        what = f"{missing}, although the host made {len(tl.api):,} CUDA API calls"
+        nxt = (
+            "Re-capture with GPU activity recorded: `nsys profile -t cuda,nvtx -o out <your command>`, or "
+            "torch.profiler with ProfilerActivity.CUDA; check that the profiled region actually runs GPU work."
+        )
+    else:
+        what = f"{missing} and no CUDA API calls"
+        nxt = (
+            "Re-capture with GPU activity recorded: `nsys profile -t cuda,nvtx -o out <your command>`, or "
+            "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])."
+        )
+    ev = [
+        Evidence(name="GPU operations", value=0, reference="kernels + copies + memsets + graph launches"),
+        Evidence(name="CUDA API calls", value=len(tl.api)),
+    ]
+    if len(tl.host_ops):
+        ev.append(Evidence(name="CPU operators", value=len(tl.host_ops)))
+    return Diagnosis(
+        subject=Subject(kind=SubjectKind.CAPTURE, name=base, device=tl.gpu_name()),
+        bottleneck=None,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"Nothing to measure on the GPU: the capture holds {what}.",
+        evidence=tuple(ev),
+        mechanism="GPU-busy time cannot be measured without GPU activity records; the host side alone does not "
+        "say whether the GPU was idle or simply not traced.",
+        confidence=Confidence(value=0.9, would_raise="a capture with GPU activity (kernels) recorded"),
+        next_step=nxt,
+    )
+
+
+def _ncu_commands(ctx: _Context, w: _Window) -> tuple[list[Evidence], list[str], list[tuple[str, float]]]:
+    """Top kernels by share of GPU time in the steady state, with an ncu command each."""
+    tl = ctx.tl
+    k = tl.kernels
+    ev: list[Evidence] = []
+    cmds: list[str] = []
+    tops: list[tuple[str, float]] = []
+    if len(k) == 0:
+        return ev, cmds, tops
+    on_dev = k.device == ctx.gpu.device
+    lo, hi = ctx.steady_lo, ctx.steady_hi
+    steady = on_dev & (k.start_ns >= lo) & (k.start_ns < hi)
+    if not steady.any():
+        steady = on_dev
+    dur = (k.end_ns - k.start_ns).astype(np.float64)
+    per_name = np.bincount(k.name_id[steady], weights=dur[steady], minlength=len(k.names))
+    total_gpu = max(float(w.busy_ns), float(per_name.sum()), 1.0)
+    order = np.argsort(-per_name)[: th.TOP_KERNELS]
+    sm = next((gg.sm_count for gg in tl.gpus if gg.device == ctx.gpu.device and gg.sm_count), None)
+    app = tl.command if " " in tl.command.strip() else "<your command>"
+    short = k.short_names or k.names
+    # launches before the steady state, by short name (what ncu's -k regex counts)
+    first_iter_end = int(ctx.iterations[1][0]) if len(ctx.iterations[0]) else lo
+    warm_end = max(lo, first_iter_end) if len(ctx.iterations[0]) else lo
+    seen_cmd: set[str] = set()
+    for i in order.tolist():
+        if per_name[i] <= 0:
+            continue
+        name = k.names[i]
+        sname = short[i]
+        share = float(per_name[i]) / total_gpu
+        tops.append((sname, share))
+        n_launch = int(np.count_nonzero(steady & (k.name_id == i)))
+        shown = sname if sum(1 for x in short if x == sname) == 1 else _clip_name(name)
+        ev.append(
+            Evidence(
+                name=f"GPU time share: {shown}",
+                value=round(100 * share, 1),
+                unit="%",
+                reference=f"{n_launch:,} launches, {_ms(per_name[i])} in the steady state",
+                metric="gpu_time_share",
+            )
+        )
+        same_short = [j for j, x in enumerate(short) if x == sname]
+        if len(same_short) == 1:
+            regex = "regex:^" + _rx(sname) + "$"
+            base = ""
+            match_ids = np.array(same_short, np.int64)
+        else:
+            # several kernels share the base name: match the demangled name by a prefix unique to this one
+            prefix = _unique_prefix(name, [k.names[j] for j in same_short if j != i])
+            regex = "regex:^" + _rx(prefix)
+            base = " --kernel-name-base demangled"
+            match_ids = np.array([j for j, x in enumerate(k.names) if x.startswith(prefix)], np.int64)
+        matching = on_dev & np.isin(k.name_id, match_ids)
+        skip = max(1, int(np.count_nonzero(matching & (k.start_ns < warm_end))))
+        rows = np.flatnonzero(k.name_id == i)
+        coop = k.launch_type is not None and bool(np.isin(k.launch_type[rows], LAUNCH_COOPERATIVE).any())
+        persistent = False
+        if k.grid is not None and sm:
+            blocks = int(np.prod(k.grid[rows[0]].astype(np.int64)))
+            persistent = blocks % sm == 0 and 1 <= blocks // sm <= th.PERSISTENT_GRID_MAX_WAVES
+        replay = " --replay-mode application" if coop or persistent else ""
+        out = f"kprof_{len(cmds) + 1}_" + re.sub(r"[^A-Za-z0-9_]+", "_", sname)[:40]
+        cmd = (
+            f"ncu --set full{replay}{base} -k {shlex.quote(regex)} --launch-skip {skip} --launch-count 1 "
+            f"-f -o {out} {app}"
+        )
+        if cmd not in seen_cmd:
+            seen_cmd.add(cmd)
+            cmds.append(cmd)
+    return ev, cmds, tops
+
+
+def _rx(s: str) -> str:
+    """A regex matching ``s`` literally, readable in a shell (spaces left unescaped)."""
+    return re.escape(s).replace("\\ ", " ")
+
+
+def _clip_name(name: str, n: int = 90) -> str:
+    return name if len(name) <= n else name[: n - 3] + "..."
+
+
+def _unique_prefix(name: str, others: list[str]) -> str:
+    """The shortest prefix of ``name`` (in steps of 10 characters) that no other name starts with."""
+    for cut in range(20, len(name) + 10, 10):
+        pre = name[:cut]
+        if not any(o.startswith(pre) for o in others):
+            return pre
+    return name
+
+
+def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
+    ev_k, cmds, tops = _ncu_commands(ctx, w)
+    graph_ns = (
+        iv.total(iv.intersect(iv.union(ctx.tl.graphs.start_ns, ctx.tl.graphs.end_ns), _steady(ctx)))
+        if len(ctx.tl.graphs)
+        else 0
+    )
+    evidence = [_busy_evidence(w)]
+    graph_share = graph_ns / max(w.busy_ns, 1)
+    if graph_share >= th.MIN_FINDING_SHARE:
+        evidence.append(
+            Evidence(
+                name="CUDA graph time",
+                value=round(100 * graph_share, 1),
+                unit="%",
+                reference="of GPU-busy time; kernels inside graphs traced whole are not listed one by one",
+            )
+        )
+    evidence += ev_k[:2]
+    if tops:
+        name, share = tops[0]
+        head_k = f"; the top kernel ({name}) holds {_pct(share)} of it"
+    else:
+        head_k = ""
+    if graph_share >= th.DOMINANT_SHARE:
+        head_k = f"; {_pct(graph_share)} of it is CUDA-graph replay"
+    headline = (
+        f"GPU-bound: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} of "
+        f"{_ms(w.wall_ns)}){head_k}."
+    )
+    nxt_parts = []
+    if cmds:
+        nxt_parts.append(
+            "Profile the top kernels with Nsight Compute (one command each): " + "  |  ".join(cmds)
+        )
+    if graph_share >= th.DOMINANT_SHARE:
+        nxt_parts.append(
+            "To see the kernels inside the CUDA graphs, re-capture with `nsys profile "
+            "--cuda-graph-trace=node ...`."
+        )
+    if not nxt_parts:
+        nxt_parts.append(
+            "Capture kernel-level detail: `nsys profile --cuda-graph-trace=node -t cuda,nvtx -o out "
+            "<your command>`, then ncu on the largest kernels."
+        )
+    fix = (
+        "Nothing to change at the timeline level: the GPU is rarely idle. Speed comes from the kernels "
+        "themselves or from doing less work (lower precision, fewer or fused kernels, smaller problem); "
+        "the kernel profile says which."
+    )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.GPU_BOUND,
+        verdict=Verdict.HEALTHY,
+        headline=headline,
+        evidence=tuple(evidence[:3]),
+        mechanism="The host enqueues work faster than the GPU executes it, so the queue never drains and the GPU "
+        "runs back to back; the wall time is the sum of the kernels' durations.",
+        fix=fix,
+        expect=(
+            Expectation(
+                metric="gpu_busy_fraction",
+                direction=Direction.UP,
+                value_now=round(w.busy_fraction, 4),
+                target=None,
+                label="GPU-busy fraction (stays high)",
+            ),
+            Expectation(
+                metric="gpu_busy_ns",
+                direction=Direction.DOWN,
+                value_now=w.busy_ns,
+                unit="ns",
+                label="GPU-busy time (kernel work) after a kernel fix",
+            ),
+        ),
+        confidence=_confidence(
+            0.5 + 0.5 * (w.busy_fraction - th.GPU_BOUND_BUSY_FRACTION) / (1 - th.GPU_BOUND_BUSY_FRACTION),
+            w,
+            True,
+            "an Nsight Compute profile of the top kernels (next step)",
+        ),
+        next_step=" ".join(nxt_parts),
+        findings=tuple(_findings(w, exclude="")),
+    )
+
+
+def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float, share: float) -> Diagnosis:
+    pageable_share = w.pageable_copy_ns / max(w.copy_ns, 1)
+    evidence = [
+        Evidence(
+            name="copy time not overlapped by compute",
+            value=round(w.exposed_copy_ns / 1e6, 4),
+            unit="ms",
+            reference=f"{_pct(w.exposed_copy_ns / max(w.busy_ns, 1))} of GPU-busy time; compute "
+            f"{_ms(w.compute_ns)}",
+            metric="exposed_copy_ns",
+        ),
+        Evidence(
+            name="bytes through pageable host memory",
+            value=w.pageable_bytes,
+            unit="B",
+            reference=f"{_pct(pageable_share)} of copy time is pageable; pinned memory copies at full link "
+            "speed and can overlap",
+            metric="pageable_copy_bytes",
+        ),
+        _busy_evidence(w),
+    ]
+    bw = w.copy_bytes / max(w.copy_ns, 1)  # bytes per ns = GB/s
+    headline = (
+        f"Transfer-bound: copies take {_ms(w.copy_ns)} of the {_ms(w.wall_ns)} steady state "
+        f"({_pct(w.copy_ns / max(w.wall_ns, 1))}), {_bytes(w.copy_bytes)} at {bw:.3g} GB/s"
+        + (", from pageable memory" if pageable_share >= th.DOMINANT_SHARE else "")
+        + "."
+    )
+    fix = (
+        "Keep the data on the GPU across iterations if you can. Otherwise pin the host buffers "
+        "(tensor.pin_memory(), DataLoader(pin_memory=True), cudaHostAlloc), copy with non_blocking=True on a "
+        "side stream and overlap the copy of batch i+1 with the compute of batch i."
+    )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.TRANSFER_BOUND,
+        verdict=Verdict.FIX,
+        headline=headline,
+        evidence=tuple(evidence),
+        mechanism="Copies between host and GPU run on the copy engines over the host link; from pageable memory "
+        "the driver stages them through a pinned bounce buffer and the call blocks the host, so neither the "
+        "host nor the kernels proceed while the bytes move.",
+        fix=fix,
+        expect=(
+            Expectation(
+                metric="exposed_copy_ns",
+                direction=Direction.DOWN,
+                value_now=w.exposed_copy_ns,
+                target=0,
+                unit="ns",
+                label="copy time not overlapped by compute",
+            ),
+            Expectation(
+                metric="pageable_copy_bytes",
+                direction=Direction.DOWN,
+                value_now=w.pageable_bytes,
+                target=0,
+                unit="B",
+                label="bytes copied through pageable memory",
+            ),
+            Expectation(
+                metric="wall_ns",
+                direction=Direction.DOWN,
+                value_now=w.wall_ns,
+                target=max(0, w.wall_ns - w.exposed_copy_ns),
+                unit="ns",
+                label="steady-state wall time",
+            ),
+        ),
+        confidence=_confidence(
+            share,
+            w,
+            ctx.tl.has_host_trace,
+            "a capture after pinning the buffers, to see how much of the copy time overlaps",
+        ),
+        next_step="After pinning and overlapping, re-capture the same steady state (`nsys profile -t cuda,nvtx "
+        "--capture-range=cudaProfilerApi ...` or torch.profiler with a schedule) and `kprof compare` the two.",
+        findings=tuple(_findings(w, exclude="copy")),
+    )
+
+
+def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    host_idle = w.idle_by_cause.get("host", 0)
+    launch_call = w.median_launch_call_ns
+    ev = [
+        _busy_evidence(w),
+        Evidence(
+            name="median idle gap between GPU work",
+            value=round(w.median_gap_ns / 1e3, 3),
+            unit="us",
+            reference=f"median kernel {w.median_kernel_ns / 1e3:.3g} us; launch call "
+            + (f"{launch_call / 1e3:.3g} us measured here" if launch_call else "not traced")
+            + f"; typical launch overhead {th.TYPICAL_LAUNCH_OVERHEAD_NS[0] / 1e3:.0f}-"
+            f"{th.TYPICAL_LAUNCH_OVERHEAD_NS[1] / 1e3:.0f} us",
+            reference_value=th.TYPICAL_LAUNCH_OVERHEAD_NS[1] / 1e3,
+            metric="mean_gap_ns",
+        ),
+    ]
+    split = w.host_split
+    biggest = max(split.items(), key=lambda kv: kv[1]) if split else ("", 0)
+    if w.launch_interval_ns:
+        ev.append(
+            Evidence(
+                name="host time per launch",
+                value=round(w.launch_interval_ns / 1e3, 3),
+                unit="us",
+                reference=f"the GPU needs {w.median_kernel_ns / 1e3:.3g} us per kernel (median): the host "
+                "issues work slower than the GPU finishes it",
+                reference_value=round(w.median_kernel_ns / 1e3, 3),
+            )
+        )
+    per_launch = (w.launch_interval_ns or 0) / 1e3
+    headline = (
+        f"Host-bound: the GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} "
+        f"({_ms(w.busy_ns)} busy of {_ms(w.wall_ns)}) because the host issues "
+        f"{w.kernel_count:,} kernels"
+        + (f" one every {per_launch:.3g} us" if per_launch else "")
+        + f" and each runs in {w.median_kernel_ns / 1e3:.3g} us."
+    )
+    where = {
+        "launch calls": "inside the launch calls themselves",
+        "CPU ops": "in framework operators (PyTorch dispatch) around the launches",
+        "other CUDA calls": "in other CUDA calls",
+        "untraced host time": "in untraced host code (Python, framework dispatch) between the launches",
+    }.get(biggest[0], "on the host")
+    mech = (
+        f"Each kernel is shorter than the host's time to issue the next one, so the GPU finishes and waits: "
+        f"{_pct(host_idle / max(w.idle_ns, 1))} of the idle time falls where the next kernel was launched only "
+        f"after the GPU had gone idle, and most of that host time is {where}."
+    )
+    fix = (
+        "Issue fewer, larger launches: capture the loop body as a CUDA graph (torch.cuda.CUDAGraph or "
+        "torch.compile(mode='reduce-overhead')), fuse the elementwise chains (torch.compile, foreach/fused "
+        "optimizer kernels such as torch.optim.SGD(foreach=True) or fused=True), or batch more work per launch."
+    )
+    target_busy = min(1.0, w.busy_fraction * 4) if w.busy_fraction > 0 else None
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.HOST_LAUNCH_BOUND,
+        verdict=Verdict.FIX,
+        headline=headline,
+        evidence=tuple(ev[:3]),
+        mechanism=mech,
+        fix=fix,
+        expect=(
+            Expectation(
+                metric="gpu_busy_fraction",
+                direction=Direction.UP,
+                value_now=round(w.busy_fraction, 4),
+                target=round(target_busy, 3) if target_busy else None,
+                label="GPU-busy fraction",
+            ),
+            Expectation(
+                metric="launch_count",
+                direction=Direction.DOWN,
+                value_now=w.launch_count,
+                label="launch calls in the steady state",
+            ),
+            Expectation(
+                metric="wall_ns",
+                direction=Direction.DOWN,
+                value_now=w.wall_ns,
+                unit="ns",
+                target=max(w.busy_ns, 1),
+                label="steady-state wall time (towards the GPU-busy time)",
+            ),
+        ),
+        confidence=_confidence(
+            share,
+            w,
+            ctx.tl.has_host_trace,
+            "a Python-level trace (torch.profiler with_stack=True, or nsys -s cpu sampling) "
+            "showing where the host time goes",
+        ),
+        next_step="Apply the fix and re-capture the same steady state; `kprof compare BEFORE AFTER` checks that "
+        "GPU-busy fraction went up and launch calls went down.",
+        findings=tuple(_findings(w, exclude="host")),
+    )
+
+
+def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    sync_idle = w.idle_by_cause.get("sync", 0)
+    n_iter = len(ctx.iterations[0])
+    per_iter = f", {w.sync_count / max(n_iter - 1, 1):.3g} per iteration" if n_iter >= 2 else ""
+    ev = [
+        _busy_evidence(w),
+        Evidence(
+            name="blocking syncs in the steady state",
+            value=w.sync_count,
+            reference=f"host blocked {_ms(w.sync_wait_ns)} in them{per_iter}; 0 needed inside a loop",
+            reference_value=0,
+            metric="sync_count",
+        ),
+        Evidence(
+            name="idle time after a sync drained the queue",
+            value=round(sync_idle / 1e3, 3),
+            unit="us",
+            reference=f"{_pct(sync_idle / max(w.idle_ns, 1))} of the GPU's idle time",
+            metric="gpu_idle_ns",
+        ),
+    ]
+    headline = (
+        f"Sync-bound: the host blocks on the GPU {w.sync_count:,} times in the steady state and the GPU "
+        f"then idles: {_pct(1 - w.busy_fraction)} idle, {_pct(sync_idle / max(w.idle_ns, 1))} of it right "
+        "after a sync returned."
+    )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.SYNC_BOUND,
+        verdict=Verdict.FIX,
+        headline=headline,
+        evidence=tuple(ev),
+        mechanism="A blocking call (.item(), .cpu(), torch.cuda.synchronize(), cudaStreamSynchronize, a "
+        "device-to-host copy into pageable memory) makes the host wait until the GPU's queue is empty; after it "
+        "returns, the GPU idles for as long as the host needs to dispatch and launch the next work, every time.",
+        fix="Keep values on the GPU inside the loop (accumulate losses in a tensor, read them once per N steps or "
+        "at the end), replace .item()-driven control flow with tensor ops, and drop explicit synchronize() calls "
+        "from the loop; if a host copy is needed, copy into pinned memory with non_blocking=True and wait on an "
+        "event later.",
+        expect=(
+            Expectation(
+                metric="sync_count",
+                direction=Direction.DOWN,
+                value_now=w.sync_count,
+                target=max(0, n_iter - 1) if n_iter >= 2 else 0,
+                label="blocking syncs",
+            ),
+            Expectation(
+                metric="gpu_busy_fraction",
+                direction=Direction.UP,
+                value_now=round(w.busy_fraction, 4),
+                label="GPU-busy fraction",
+            ),
+            Expectation(
+                metric="gpu_idle_ns",
+                direction=Direction.DOWN,
+                value_now=w.idle_ns,
+                target=max(0, w.idle_ns - sync_idle),
+                unit="ns",
+                label="GPU idle time",
+            ),
+        ),
+        confidence=_confidence(
+            share,
+            w,
+            ctx.tl.has_host_trace,
+            "a Python stack for the syncs (torch.profiler with_stack=True, or "
+            "torch.cuda.set_sync_debug_mode('warn')) naming the lines that block",
+        ),
+        next_step="Find the blocking lines with torch.cuda.set_sync_debug_mode('warn') (PyTorch) or nsys's "
+        "backtraces (`nsys profile -t cuda,nvtx --cudabacktrace=sync ...`), remove them from the loop, re-capture "
+        "and `kprof compare`.",
+        findings=tuple(_findings(w, exclude="sync")),
+    )
+
+
+def _diag_startup(
+    ctx: _Context, w_all: _Window, subject: Subject, startup_ns: int, wall_ns: int, steady: _Window
+) -> Diagnosis:
+    share = startup_ns / max(wall_ns, 1)
+    ev = [
+        Evidence(
+            name="start-up time",
+            value=round(startup_ns / 1e6, 3),
+            unit="ms",
+            reference=f"{_pct(share)} of the {_ms(wall_ns)} capture; > {th.STARTUP_SHARE:.0%} dominates",
+            reference_value=round(th.STARTUP_SHARE * wall_ns / 1e6, 3),
+        ),
+        Evidence(
+            name="steady state",
+            value=round(steady.wall_ns / 1e6, 3),
+            unit="ms",
+            reference=f"{ctx.steady_reason}; GPU busy {_pct(steady.busy_fraction)} there",
+        ),
+    ]
+    if ctx.startup_first_call_ns:
+        ev.append(
+            Evidence(
+                name="first CUDA call (lazy initialization)",
+                value=round(ctx.startup_first_call_ns / 1e6, 3),
+                unit="ms",
+                reference="paid once per process",
+            )
+        )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.STARTUP_BOUND,
+        verdict=Verdict.FIX,
+        headline=f"Start-up dominates the capture: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time "
+        "work (CUDA initialization, module loading, first iteration) before the steady state.",
+        evidence=tuple(ev[:3]),
+        mechanism="The first CUDA call creates the context, kernels are loaded lazily on first use and libraries "
+        "create their handles in the first iteration; in a short capture this one-time cost outweighs the loop, so "
+        "the capture says little about the steady state.",
+        fix="If the program is short-lived by design, cut start-up: load fewer modules (CUDA_MODULE_LOADING=LAZY is "
+        "the default), reuse the process (a server instead of one process per request), warm up once. Otherwise "
+        "profile the steady state, not the start.",
+        expect=(
+            Expectation(
+                metric="wall_ns",
+                direction=Direction.DOWN,
+                value_now=wall_ns,
+                unit="ns",
+                target=steady.wall_ns,
+                label="captured wall time (steady state only)",
+            ),
+        ),
+        confidence=_confidence(
+            0.5 + share / 2, w_all, ctx.tl.has_host_trace, "a capture of the steady state alone"
+        ),
+        next_step="Capture only the steady state: bracket it with torch.cuda.profiler.start()/stop() and run "
+        "`nsys profile --capture-range=cudaProfilerApi -t cuda,nvtx -o out <your command>`, or use "
+        "torch.profiler.schedule(wait=1, warmup=2, active=5).",
+    )
+
+
+def _diag_host_elsewhere(ctx: _Context, w: _Window, subject: Subject, per_launch: float) -> Diagnosis:
+    split = w.host_split
+    total = max(sum(split.values()), 1)
+    parts = ", ".join(f"{k} {_pct(v / total)}" for k, v in sorted(split.items(), key=lambda kv: -kv[1]) if v)
+    return Diagnosis(
+        subject=subject,
+        bottleneck=None,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"The GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} while the host works, but "
+        f"{_ms(per_launch)} of host time per launch is far more than launch overhead: the host is busy with "
+        "something else.",
+        evidence=(
+            _busy_evidence(w),
+            Evidence(
+                name="host-caused idle time per launch",
+                value=round(per_launch / 1e3, 1),
+                unit="us",
+                reference=f"launch/dispatch costs {th.TYPICAL_LAUNCH_OVERHEAD_NS[0] / 1e3:.0f}-"
+                f"{th.TYPICAL_LAUNCH_OVERHEAD_NS[1] / 1e3:.0f} us; above "
+                f"{th.MAX_DISPATCH_PER_LAUNCH_NS / 1e6:.0f} ms it is not dispatch",
+                reference_value=th.MAX_DISPATCH_PER_LAUNCH_NS / 1e3,
+            ),
+            Evidence(
+                name="where the host time goes", value=parts or "untraced", reference="within the idle gaps"
+            ),
+        ),
+        mechanism="The next GPU work is launched only after long stretches of host activity that are not CUDA "
+        "launches: CPU computation, data loading, compilation (e.g. Triton/torch.compile), I/O or sleeping. The "
+        "timeline shows that the host is the limit but not what it does.",
+        confidence=Confidence(value=0.5, would_raise="a host-side profile of the idle stretches"),
+        next_step="Sample the host to see what it does between launches: `nsys profile -t cuda,nvtx,osrt -s cpu "
+        "--cpuctxsw=process-tree -o out <your command>`, or `py-spy record -o host.svg -- <your command>`, or "
+        "torch.profiler with with_stack=True.",
+        findings=tuple(_findings(w, exclude="host")),
+    )
+
+
+def _diag_unknown(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
+    dev_wait = w.idle_by_cause.get("device_wait", 0)
+    unknown = w.idle_by_cause.get("unknown", 0)
+    if unknown >= dev_wait:
+        what = "the capture has no host-side CUDA API events, so the idle time cannot be attributed"
+        nxt = (
+            "Re-capture with host tracing: `nsys profile -t cuda,nvtx,osrt -o out <your command>`, or "
+            "torch.profiler with ProfilerActivity.CPU and ProfilerActivity.CUDA."
+        )
+    else:
+        what = (
+            f"{_pct(dev_wait / max(w.idle_ns, 1))} of the idle time the next GPU work was already queued: the "
+            "GPU waited on a device-side dependency (another stream, an event, another GPU or process)"
+        )
+        nxt = (
+            "Capture all GPUs and processes of the job (`nsys profile -t cuda,nvtx,nccl --trace-fork-before-exec=true "
+            "...`) to see what the queued work waited for (cross-stream events, collectives)."
+        )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=None,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"The GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope}, but {what}.",
+        evidence=(
+            _busy_evidence(w),
+            Evidence(
+                name="idle time with no host-side cause",
+                value=round((dev_wait + unknown) / 1e3, 3),
+                unit="us",
+                reference=f"of {_ms(w.idle_ns)} idle",
+            ),
+        ),
+        mechanism="GPU idle time is attributed by tracing the work that ends each gap back to its launch; here "
+        "that link is missing or points away from the host.",
+        confidence=Confidence(value=0.4, would_raise="host-side CUDA API events and all GPUs in one capture"),
+        next_step=nxt,
+        findings=tuple(_findings(w, exclude="")),
+    )
+
+
+def _classify(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
+    busy = max(w.busy_ns, 1)
+    transfer_time = w.exposed_copy_ns + w.idle_by_cause.get("copy", 0)
+    if w.exposed_copy_ns > th.DOMINANT_SHARE * busy:
+        share = transfer_time / max(w.wall_ns, 1)
+        return _diag_transfer(ctx, w, subject, transfer_time, max(share, w.exposed_copy_ns / busy))
+    if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION:
+        return _diag_gpu_bound(ctx, w, subject)
+    idle = max(w.idle_ns, 1)
+    scores = {
+        "host": w.idle_by_cause.get("host", 0),
+        "sync": w.idle_by_cause.get("sync", 0),
+        "copy": transfer_time,
+        "startup": w.idle_by_cause.get("startup", 0),
+        "other": w.idle_by_cause.get("device_wait", 0) + w.idle_by_cause.get("unknown", 0),
+    }
+    best = max(scores, key=lambda k: scores[k])
+    share = min(1.0, scores[best] / idle)
+    if best == "host":
+        per_launch = scores["host"] / max(w.launch_count, 1)
+        if per_launch > th.MAX_DISPATCH_PER_LAUNCH_NS:
+            return _diag_host_elsewhere(ctx, w, subject, per_launch)
+        return _diag_host(ctx, w, subject, share)
+    if best == "sync":
+        return _diag_sync(ctx, w, subject, share)
+    if best == "copy":
+        return _diag_transfer(ctx, w, subject, transfer_time, share)
+    if best == "startup":
+        return _diag_startup(ctx, w, subject, scores["startup"], w.wall_ns, w)
+    return _diag_unknown(ctx, w, subject)
+
+
+def _with_notes(d: Diagnosis, ctx: _Context, w: _Window) -> Diagnosis:
+    import dataclasses
+
+    extra = []
+    if ctx.steady_reason != "the whole capture":
+        extra.append(f"Measured on the steady state: {ctx.steady_reason}.")
+    extra += [n[0].upper() + n[1:] + "." for n in ctx.notes]
+    extra += [n[0].upper() + n[1:] + "." for n in ctx.tl.notes if n]
+    if not extra:
+        return d
+    return dataclasses.replace(d, mechanism=(d.mechanism + " " + " ".join(extra)).strip())
+
+
+def _range_diagnoses(ctx: _Context, capture_wall: int) -> list[Diagnosis]:
+    """Per NVTX range / annotation group (not the iteration marker), the same verdict on its own windows."""
+    tl = ctx.tl
+    r = tl.ranges
+    if len(r) == 0 or not r.names:
+        return []
+    norm = [_normalize(n) for n in r.names]
+    uniq = list(dict.fromkeys(norm))
+    nid = np.array([uniq.index(n) for n in norm], np.int64)[r.name_id]
+    groups = []
+    first_name: dict[str, str] = {}
+    for orig, nn in zip(r.names, norm, strict=True):
+        first_name.setdefault(nn, orig)
+    for gi, gname in enumerate(uniq):
+        m = nid == gi
+        if not gname or gname in ctx.iteration_label:
+            continue
+        u = iv.union(r.start_ns[m], r.end_ns[m])
+        tot = iv.total(u)
+        if tot < 0.10 * capture_wall or tot > 0.95 * capture_wall:
+            continue
+        groups.append((tot, first_name[gname], u, int(m.sum())))
+    groups.sort(key=lambda x: -x[0])
+    out = []
+    for _tot, gname, u, n in groups[:2]:
+        w = _analyze(ctx, u)
+        if w.wall_ns <= 0 or w.busy_ns == 0:
+            continue  # no GPU work inside: nothing to measure there
+        subject = Subject(
+            kind=SubjectKind.RANGE,
+            name=f"{gname} ({n} instance{'s' if n != 1 else ''})",
+            device=tl.gpu_name(ctx.gpu.device),
+        )
+        w.scope = "the range"
+        out.append(_classify(ctx, w, subject))
+    return out
+
+
+def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
+    """Diagnose a timeline capture: the capture's verdict first, then per NVTX range when they matter.
+
+    Parameters
+    ----------
+    tl
+        A loaded :class:`~kprof.timeline_model.Timeline` (nsys or PyTorch profiler).
+
+    Returns
+    -------
+    list of Diagnosis
+        Never empty. A capture without GPU activity gets an ``inconclusive`` diagnosis
+        that says what is missing and how to capture it.
+
+    Examples
+    --------
+    >>> from kprof.timeline_model import Timeline
+    >>> diagnose_timeline(Timeline(source="empty.sqlite", format="nsys"))[0].verdict.value
+    'inconclusive'
+    """
+    if tl.gpu_op_count == 0:
+        return [_no_gpu_work(tl)]
+    ctx = _context(tl)
+    steady_w = _analyze(ctx, _steady(ctx))
+    whole = (np.array([ctx.capture_lo], np.int64), np.array([ctx.capture_hi], np.int64))
+    wall_all = ctx.capture_hi - ctx.capture_lo
+    startup_ns = ctx.steady_lo - ctx.capture_lo
+    subject = _subject(ctx)
+    if steady_w.wall_ns <= 0:
+        steady_w = _analyze(ctx, whole)
+    if startup_ns > th.STARTUP_SHARE * wall_all and wall_all > 0:
+        w_all = _analyze(ctx, whole)
+        first = _diag_startup(ctx, w_all, subject, startup_ns, wall_all, steady_w)
+        steady_d = _classify(
+            ctx, steady_w, Subject(kind=SubjectKind.RANGE, name="steady state", device=subject.device)
+        )
+        return [_with_notes(first, ctx, steady_w), _with_notes(steady_d, ctx, steady_w)]
+    d = _classify(ctx, steady_w, subject)
+    return [_with_notes(d, ctx, steady_w), *_range_diagnoses(ctx, wall_all)]
+
+
+__all__ = ["METRICS", "diagnose_timeline", "timeline_metrics"]

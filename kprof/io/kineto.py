@@ -1,0 +1,595 @@
+"""PyTorch profiler (Kineto) Chrome-trace loader: ``.json`` and ``.json.gz``, current and 2021 schemas.
+
+Schema facts this loader copes with (see ``../shared/corpus/README.md``): ``ts``/``dur`` are
+microseconds, int or float (float traces may carry nanosecond digits); categories changed
+case between 2021 (``Kernel``, ``Runtime``, ``Memcpy``, ``Operator``) and now (``kernel``,
+``cuda_runtime``, ``gpu_memcpy``, ``cpu_op``); the 2021 schema writes ``external id`` and
+thread ids like ``"stream 7"``; flow events (``ac2g``) may be missing, so GPU work is tied
+to its launch through ``args.correlation``.
+
+Memory. The trace is never held whole: the file is decoded in chunks and the
+``traceEvents`` array is parsed one event at a time (``json.JSONDecoder.raw_decode``),
+each event's needed fields appended to typed columns, the event itself dropped. Peak
+memory is the columns plus one chunk, well under the size of the file, where
+``json.load`` would need several times the file size in Python objects.
+
+Timestamps. Floats are parsed from their text (``parse_float=str``) and converted to
+integer nanoseconds digit by digit: a float64 holding an epoch in microseconds
+(~1.7e15) is only good to 0.25 us, which would blur the microsecond gaps kprof measures.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import os
+import zlib
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from kprof.errors import KprofInputError
+from kprof.timeline_model import (
+    MEM_DEVICE,
+    MEM_MANAGED,
+    MEM_PAGEABLE,
+    MEM_PINNED,
+    MEM_UNKNOWN,
+    ApiTable,
+    CopyTable,
+    GpuInfo,
+    HostOpTable,
+    KernelTable,
+    MemsetTable,
+    RangeTable,
+    StepTable,
+    SyncTable,
+    Timeline,
+)
+
+READ_CHUNK = 8 << 20
+"""Bytes read (and decoded) at a time."""
+
+_KERNEL = {"kernel"}
+_COPY = {"gpu_memcpy", "memcpy"}
+_MEMSET = {"gpu_memset", "memset"}
+_API = {"cuda_runtime", "runtime", "cuda_driver", "driver"}
+_SYNC = {"cuda_sync"}
+_HOST_OP = {"cpu_op", "operator", "python_function"}
+_ANNOTATION = {"user_annotation"}
+_STEP_PREFIX = "ProfilerStep#"
+_COPY_DIR = {"htod": 1, "dtoh": 2, "dtod": 8, "htoh": 9, "ptop": 10}
+_MEM_KIND = {"pageable": MEM_PAGEABLE, "pinned": MEM_PINNED, "device": MEM_DEVICE, "managed": MEM_MANAGED}
+_SYNC_KIND = {"event sync": 1, "wait event": 2, "stream wait event": 2, "stream sync": 3, "context sync": 4}
+
+
+def _ns(v: Any) -> int:
+    """Microseconds (int, float, or float text) -> integer nanoseconds, exactly for decimal text."""
+    if type(v) is int:
+        return v * 1000
+    if type(v) is str:
+        if "e" in v or "E" in v:
+            return round(float(v) * 1000)
+        neg = v.startswith("-")
+        i, _, f = v.lstrip("+-").partition(".")
+        ns = int(i or 0) * 1000 + (int((f + "000")[:3]) if f else 0)
+        return -ns if neg else ns
+    if isinstance(v, float):
+        return round(v * 1000)
+    raise TypeError(v)
+
+
+class _Reader:
+    """Incremental JSON reader over a (possibly gzip) file: one value at a time."""
+
+    def __init__(self, f: IO[bytes], path: Path) -> None:
+        self.f = f
+        self.path = path
+        self.dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.json = json.JSONDecoder(parse_float=str)
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            data = self.f.read(READ_CHUNK)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise KprofInputError(self.path, f"truncated or corrupt compressed data ({exc})") from exc
+        if not data:
+            self.eof = True
+            self.buf = self.buf[self.pos :] + self.dec.decode(b"", final=True)
+            self.pos = 0
+            return False
+        self.buf = self.buf[self.pos :] + self.dec.decode(data)
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next non-whitespace character ('' at the end of the input)."""
+        while True:
+            buf, pos = self.buf, self.pos
+            n = len(buf)
+            while pos < n and buf[pos] in " \t\r\n":
+                pos += 1
+            self.pos = pos
+            if pos < n:
+                return buf[pos]
+            if not self._fill():
+                return ""
+
+    def expect(self, ch: str) -> None:
+        c = self.peek()
+        if c != ch:
+            where = f"found {c!r}" if c else "the file ends"
+            raise KprofInputError(self.path, f"not valid JSON: expected {ch!r} but {where} (truncated file?)")
+        self.pos += 1
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                v, end = self.json.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                # incomplete value at the end of the buffer: read more and retry
+                if self._fill():
+                    continue
+                raise KprofInputError(
+                    self.path, f"not valid JSON ({exc.msg} near byte {exc.pos}; truncated file?)"
+                ) from exc
+            # a number at the very end of the buffer may continue in the next chunk
+            if end >= len(self.buf) and not self.eof and self.buf[self.pos] not in '{["' and self._fill():
+                continue
+            self.pos = end
+            return v
+
+
+def _open(p: Path) -> IO[bytes]:
+    try:
+        with open(p, "rb") as raw:
+            magic = raw.read(2)
+        if magic == b"\x1f\x8b":
+            return gzip.open(p, "rb")  # type: ignore[return-value]
+        return open(p, "rb")
+    except OSError as exc:
+        raise KprofInputError(p, f"cannot read: {exc.strerror}") from exc
+
+
+def _iter_trace(p: Path, top: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Yield the events of ``traceEvents`` one by one; other top-level keys go into ``top``."""
+    with _open(p) as f:
+        r = _Reader(f, p)
+        c = r.peek()
+        if c == "[":  # bare array form of the Chrome trace format
+            top["traceEvents"] = True
+            yield from _iter_array(r)
+            return
+        if c != "{":
+            raise KprofInputError(p, "not a PyTorch profiler trace (not a JSON object or array)")
+        r.pos += 1
+        first = True
+        while True:
+            c = r.peek()
+            if c == "}":
+                r.pos += 1
+                break
+            if not first:
+                r.expect(",")
+                if r.peek() == "}":
+                    r.pos += 1
+                    break
+            first = False
+            key = r.value()
+            if not isinstance(key, str):
+                raise KprofInputError(p, "not valid JSON (object key is not a string)")
+            r.expect(":")
+            if key == "traceEvents":
+                if r.peek() != "[":
+                    raise KprofInputError(p, "traceEvents is not a list")
+                top["traceEvents"] = True
+                yield from _iter_array(r)
+            else:
+                top[key] = r.value()
+        if r.peek() != "":
+            raise KprofInputError(p, "not valid JSON (extra data after the trace)")
+
+
+def _iter_array(r: _Reader) -> Iterator[dict[str, Any]]:
+    r.expect("[")
+    if r.peek() == "]":
+        r.pos += 1
+        return
+    while True:
+        v = r.value()
+        if isinstance(v, dict):
+            yield v
+        else:
+            raise KprofInputError(
+                r.path, "not a PyTorch profiler trace (traceEvents holds a non-object entry)"
+            )
+        c = r.peek()
+        if c == ",":
+            r.pos += 1
+            if r.peek() == "]":  # trailing comma, as some writers leave
+                r.pos += 1
+                return
+            continue
+        if c == "]":
+            r.pos += 1
+            return
+        raise KprofInputError(r.path, "not valid JSON: traceEvents list is not closed (truncated file?)")
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def id(self, s: str) -> int:
+        k = self.index.get(s)
+        if k is None:
+            k = self.index[s] = len(self.names)
+            self.names.append(s)
+        return k
+
+
+def _arr(a: array, dtype: str) -> np.ndarray:
+    return np.frombuffer(a, dtype=np.int64).astype(dtype) if len(a) else np.zeros(0, dtype)
+
+
+def _int(v: Any, default: int = -1) -> int:
+    if type(v) is int:
+        return v
+    if isinstance(v, str):
+        s = v.strip()
+        if s.lstrip("-").isdigit():
+            return int(s)
+        tail = s.rsplit(" ", 1)[-1]  # "stream 7"
+        if tail.lstrip("-").isdigit():
+            return int(tail)
+        return default
+    if isinstance(v, float):
+        return int(v)
+    return default
+
+
+def _copy_kind(name: str) -> tuple[int, int, int]:
+    """``"Memcpy HtoD (Pageable -> Device)"`` -> (direction, src kind, dst kind)."""
+    low = name.lower()
+    direction = 0
+    for k, code in _COPY_DIR.items():
+        if k in low:
+            direction = code
+            break
+    src = dst = MEM_UNKNOWN
+    if "(" in low and "->" in low:
+        inside = low[low.index("(") + 1 : low.rindex(")") if ")" in low else len(low)]
+        a, _, b = inside.partition("->")
+        src = _MEM_KIND.get(a.strip(), MEM_UNKNOWN)
+        dst = _MEM_KIND.get(b.strip(), MEM_UNKNOWN)
+    return direction, src, dst
+
+
+def load_kineto(path: str | os.PathLike[str]) -> Timeline:
+    """Load a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``) into a :class:`Timeline`.
+
+    Raises
+    ------
+    KprofInputError
+        Invalid or truncated JSON or gzip data, or JSON that is not a profiler trace.
+
+    Examples
+    --------
+    >>> tl = load_kineto("data/samples/host_launch_bound.json.gz")  # doctest: +SKIP
+    >>> tl.steps.number  # doctest: +SKIP
+    array([2, 3, 4, ...])
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise KprofInputError(p, "no such file")
+    top: dict[str, Any] = {}
+    I64 = "q"
+    k_cols = {
+        k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "name", "gx", "gy", "gz", "bx", "by", "bz")
+    }
+    c_cols = {k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "dir", "bytes", "src", "dst")}
+    m_cols = {k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "bytes")}
+    y_cols = {k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "kind")}
+    a_cols = {k: array(I64) for k in ("s", "e", "tid", "corr", "name")}
+    h_cols = {k: array(I64) for k in ("s", "e", "tid", "name")}
+    r_cols = {k: array(I64) for k in ("s", "e", "tid", "name")}
+    st_cols = {k: array(I64) for k in ("s", "e", "tid", "num")}
+    knames, anames, hnames, rnames = _Names(), _Names(), _Names(), _Names()
+    threads: dict[tuple[Any, Any], int] = {}
+    thread_names: dict[tuple[Any, Any], str] = {}
+    process_names: dict[Any, str] = {}
+    capture: list[tuple[int, int]] = []
+    other: dict[str, int] = {}
+    has_grid = True
+    n_events = 0
+
+    def thread_of(ev: dict[str, Any]) -> int:
+        key = (ev.get("pid"), ev.get("tid"))
+        t = threads.get(key)
+        if t is None:
+            t = threads[key] = len(threads)
+        return t
+
+    n_chrome = 0
+    for ev in _iter_trace(p, top):
+        n_events += 1
+        ph = ev.get("ph")
+        if ph is None:
+            continue
+        n_chrome += 1
+        if ph == "M":
+            name = ev.get("name")
+            args = ev.get("args") or {}
+            if name == "thread_name":
+                thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
+            elif name == "process_name":
+                process_names[ev.get("pid")] = str(args.get("name", ""))
+            continue
+        if ph != "X":
+            continue
+        cat = ev.get("cat")
+        if not isinstance(cat, str):
+            continue
+        cat = cat.lower()
+        try:
+            s = _ns(ev["ts"])
+            e = s + _ns(ev.get("dur", 0))
+        except (KeyError, TypeError, ValueError):
+            other["events without a valid ts/dur"] = other.get("events without a valid ts/dur", 0) + 1
+            continue
+        args = ev.get("args") or {}
+        if cat in _KERNEL:
+            kc = k_cols
+            kc["s"].append(s)
+            kc["e"].append(e)
+            kc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
+            kc["stream"].append(_int(args.get("stream", ev.get("tid"))))
+            kc["corr"].append(_int(args.get("correlation")))
+            kc["name"].append(knames.id(str(ev.get("name", ""))))
+            g = args.get("grid")
+            b = args.get("block")
+            if isinstance(g, list) and isinstance(b, list) and len(g) == 3 and len(b) == 3:
+                kc["gx"].append(_int(g[0]))
+                kc["gy"].append(_int(g[1]))
+                kc["gz"].append(_int(g[2]))
+                kc["bx"].append(_int(b[0]))
+                kc["by"].append(_int(b[1]))
+                kc["bz"].append(_int(b[2]))
+            else:
+                has_grid = False
+        elif cat in _API:
+            ac = a_cols
+            ac["s"].append(s)
+            ac["e"].append(e)
+            ac["tid"].append(thread_of(ev))
+            ac["corr"].append(_int(args.get("correlation")))
+            ac["name"].append(anames.id(str(ev.get("name", ""))))
+        elif cat in _HOST_OP or cat in _ANNOTATION:
+            name = str(ev.get("name", ""))
+            tid = thread_of(ev)
+            if name.startswith(_STEP_PREFIX):
+                sc = st_cols
+                sc["s"].append(s)
+                sc["e"].append(e)
+                sc["tid"].append(tid)
+                sc["num"].append(_int(name[len(_STEP_PREFIX) :]))
+            elif cat in _ANNOTATION:
+                rc = r_cols
+                rc["s"].append(s)
+                rc["e"].append(e)
+                rc["tid"].append(tid)
+                rc["name"].append(rnames.id(name))
+            else:
+                hc = h_cols
+                hc["s"].append(s)
+                hc["e"].append(e)
+                hc["tid"].append(tid)
+                hc["name"].append(hnames.id(name))
+        elif cat in _COPY:
+            cc = c_cols
+            d, src, dst = _copy_kind(str(ev.get("name", "")))
+            cc["s"].append(s)
+            cc["e"].append(e)
+            cc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
+            cc["stream"].append(_int(args.get("stream", ev.get("tid"))))
+            cc["corr"].append(_int(args.get("correlation")))
+            cc["dir"].append(d)
+            cc["bytes"].append(_int(args.get("bytes"), 0))
+            cc["src"].append(src)
+            cc["dst"].append(dst)
+        elif cat in _MEMSET:
+            mc = m_cols
+            mc["s"].append(s)
+            mc["e"].append(e)
+            mc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
+            mc["stream"].append(_int(args.get("stream", ev.get("tid"))))
+            mc["corr"].append(_int(args.get("correlation")))
+            mc["bytes"].append(_int(args.get("bytes"), 0))
+        elif cat in _SYNC:
+            yc = y_cols
+            yc["s"].append(s)
+            yc["e"].append(e)
+            yc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
+            yc["stream"].append(_int(args.get("stream", ev.get("tid"))))
+            yc["corr"].append(_int(args.get("correlation")))
+            kind = str(args.get("cuda_sync_kind", ev.get("name", ""))).lower()
+            yc["kind"].append(_SYNC_KIND.get(kind, 0))
+        elif cat == "trace":
+            capture.append((s, e))
+        else:
+            other[cat] = other.get(cat, 0) + 1
+
+    if "traceEvents" not in top:
+        keys = ", ".join(sorted(top)[:5]) or "none"
+        raise KprofInputError(
+            p, f"JSON but not a PyTorch profiler trace (no traceEvents list; top-level keys: {keys})"
+        )
+
+    if n_events and not n_chrome:
+        raise KprofInputError(
+            p, "JSON but not a PyTorch profiler trace (traceEvents entries have no 'ph' field)"
+        )
+
+    kn = len(k_cols["s"])
+    grid = block = None
+    if kn and has_grid and len(k_cols["gx"]) == kn:
+        grid = np.stack([_arr(k_cols[c], "int32") for c in ("gx", "gy", "gz")], axis=1)
+        block = np.stack([_arr(k_cols[c], "int32") for c in ("bx", "by", "bz")], axis=1)
+    kernels = KernelTable(
+        start_ns=_arr(k_cols["s"], "int64"),
+        end_ns=_arr(k_cols["e"], "int64"),
+        device=_arr(k_cols["dev"], "int16"),
+        stream=_arr(k_cols["stream"], "int32"),
+        correlation=_arr(k_cols["corr"], "int64"),
+        name_id=_arr(k_cols["name"], "int32"),
+        names=tuple(knames.names),
+        grid=grid,
+        block=block,
+    )
+    copies = CopyTable(
+        start_ns=_arr(c_cols["s"], "int64"),
+        end_ns=_arr(c_cols["e"], "int64"),
+        device=_arr(c_cols["dev"], "int16"),
+        stream=_arr(c_cols["stream"], "int32"),
+        correlation=_arr(c_cols["corr"], "int64"),
+        direction=_arr(c_cols["dir"], "int8"),
+        bytes=_arr(c_cols["bytes"], "int64"),
+        src_kind=_arr(c_cols["src"], "int8"),
+        dst_kind=_arr(c_cols["dst"], "int8"),
+    )
+    memsets = MemsetTable(
+        start_ns=_arr(m_cols["s"], "int64"),
+        end_ns=_arr(m_cols["e"], "int64"),
+        device=_arr(m_cols["dev"], "int16"),
+        stream=_arr(m_cols["stream"], "int32"),
+        correlation=_arr(m_cols["corr"], "int64"),
+        bytes=_arr(m_cols["bytes"], "int64"),
+    )
+    syncs = SyncTable(
+        start_ns=_arr(y_cols["s"], "int64"),
+        end_ns=_arr(y_cols["e"], "int64"),
+        device=_arr(y_cols["dev"], "int16"),
+        stream=_arr(y_cols["stream"], "int32"),
+        correlation=_arr(y_cols["corr"], "int64"),
+        kind=_arr(y_cols["kind"], "int8"),
+    )
+    api_name_id = _arr(a_cols["name"], "int32")
+    api = ApiTable(
+        start_ns=_arr(a_cols["s"], "int64"),
+        end_ns=_arr(a_cols["e"], "int64"),
+        thread=_arr(a_cols["tid"], "int32"),
+        correlation=_arr(a_cols["corr"], "int64"),
+        name_id=api_name_id,
+        names=tuple(anames.names),
+        category=ApiTable.categories_for(anames.names, api_name_id),
+    )
+    host_ops = HostOpTable(
+        start_ns=_arr(h_cols["s"], "int64"),
+        end_ns=_arr(h_cols["e"], "int64"),
+        thread=_arr(h_cols["tid"], "int32"),
+        name_id=_arr(h_cols["name"], "int32"),
+        names=tuple(hnames.names),
+    )
+    ranges = RangeTable(
+        start_ns=_arr(r_cols["s"], "int64"),
+        end_ns=_arr(r_cols["e"], "int64"),
+        thread=_arr(r_cols["tid"], "int32"),
+        name_id=_arr(r_cols["name"], "int32"),
+        names=tuple(rnames.names),
+    )
+    steps = StepTable(
+        start_ns=_arr(st_cols["s"], "int64"),
+        end_ns=_arr(st_cols["e"], "int64"),
+        thread=_arr(st_cols["tid"], "int32"),
+        number=_arr(st_cols["num"], "int64"),
+    )
+    if len(steps) > 1:
+        order = np.argsort(steps.start_ns, kind="stable")
+        steps = StepTable(
+            start_ns=steps.start_ns[order],
+            end_ns=steps.end_ns[order],
+            thread=steps.thread[order],
+            number=steps.number[order],
+        )
+
+    gpus = _gpus(top.get("deviceProperties"), kernels)
+    labels = []
+    for key in threads:
+        pid, tid = key
+        name = thread_names.get(key) or process_names.get(pid) or ""
+        label = f"pid {pid} tid {tid}"
+        labels.append(f"{name} ({label})" if name else label)
+    notes: list[str] = []
+    if other.get("cuda_profiler_range"):
+        notes.append(
+            f"{other['cuda_profiler_range']} CUPTI range-profiler events (cuda_profiler_range): a counter "
+            "collection, not a kernel timeline"
+        )
+    if n_events == 0:
+        notes.append("the trace holds no events")
+    cap_s = min(c[0] for c in capture) if capture else None
+    cap_e = max(c[1] for c in capture) if capture else None
+    schema = top.get("schemaVersion")
+    proc = next((v for v in process_names.values() if v and v.lower() not in ("", "spans", "traces")), "")
+    return Timeline(
+        source=str(path),
+        format="kineto",
+        gpus=gpus,
+        kernels=kernels,
+        copies=copies,
+        memsets=memsets,
+        syncs=syncs,
+        api=api,
+        host_ops=host_ops,
+        ranges=ranges,
+        steps=steps,
+        threads=tuple(labels),
+        capture_start_ns=cap_s,
+        capture_end_ns=cap_e,
+        tool_version=f"PyTorch profiler (Kineto) trace, schema {schema}"
+        if schema is not None
+        else "PyTorch profiler (Kineto) trace",
+        command=proc,
+        notes=tuple(notes),
+        has_host_trace=len(api) > 0,
+        counts=other,
+    )
+
+
+def _gpus(props: Any, kernels: KernelTable) -> tuple[GpuInfo, ...]:
+    out: dict[int, GpuInfo] = {}
+    if isinstance(props, list):
+        for d in props:
+            if not isinstance(d, dict):
+                continue
+            dev = _int(d.get("id"), -1)
+            if dev < 0:
+                continue
+            cmaj, cmin = d.get("computeMajor"), d.get("computeMinor")
+            sms = d.get("numSms")
+            mem = d.get("totalGlobalMem")
+            out[dev] = GpuInfo(
+                device=dev,
+                name=str(d.get("name", "")),
+                sm_count=sms if isinstance(sms, int) else None,
+                memory_bytes=mem if isinstance(mem, int) else None,
+                compute_capability=(cmaj, cmin) if isinstance(cmaj, int) and isinstance(cmin, int) else None,
+            )
+    for dev in np.unique(kernels.device).tolist():
+        if int(dev) not in out:
+            out[int(dev)] = GpuInfo(device=int(dev))
+    return tuple(out[k] for k in sorted(out))
+
+
+__all__ = ["load_kineto"]

@@ -1,0 +1,717 @@
+"""``kprof report``: fill the template notebooks, execute them, export one self-contained HTML file.
+
+Each input goes to the notebooks of its stage (DESIGN.md's workflow): timeline captures to
+``01_timeline``, Nsight Compute reports to ``02_kernel`` and ``03_mechanism``. Each
+notebook runs once with all its inputs (papermill, in a fresh ``ipykernel`` running this
+interpreter, inside a private temporary directory), the executed notebooks are joined
+behind a header that lists every headline, and nbconvert exports the result with images
+embedded, input cells hidden (``show_code`` keeps them) and nothing loaded from the network.
+The output file is written atomically (a temporary file in the same directory, then
+``os.replace``).
+
+The notebook helpers (:func:`kernel_picker`, :func:`timeline_explorer`, :func:`publish`)
+give the templates an ipywidgets view for live use and a static HTML view that survives
+export.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import datetime
+import html as htmllib
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from kprof.errors import KprofError, KprofInputError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
+
+    from kprof.kernel_model import KernelLaunch
+    from kprof.model import Diagnosis
+    from kprof.timeline_model import Timeline
+
+TEMPLATES: dict[str, str] = {
+    "timeline": "01_timeline.ipynb",
+    "kernel": "02_kernel.ipynb",
+    "mechanism": "03_mechanism.ipynb",
+}
+"""Stage -> template notebook shipped in ``kprof/templates``."""
+STAGE_TITLES = {"timeline": "1. Timeline", "kernel": "2. Kernel", "mechanism": "3. Mechanism"}
+TIMELINE_FORMATS = ("nsys-rep", "nsys-sqlite", "kineto")
+KERNEL_FORMATS = ("ncu-rep", "ncu-csv")
+DIAGNOSES_MIME = "application/vnd.kprof.diagnoses+json"
+"""Cell outputs of this type carry a notebook's diagnoses to the report's header (never rendered)."""
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+CELL_TIMEOUT_S = 600
+FIGURE_DPI = 90
+
+
+# ====================================================================== inputs
+
+
+def samples_dir() -> Path | None:
+    """The shipped sample gallery (``data/samples`` with a ``manifest.json``), or None.
+
+    Looked up beside the package (a source checkout), then in the current directory.
+    """
+    here = Path(__file__).resolve().parents[1] / "data" / "samples"
+    for d in (here, Path.cwd() / "data" / "samples"):
+        if (d / "manifest.json").is_file():
+            return d
+    return None
+
+
+def _manifest_entries(d: Path) -> list[dict[str, Any]]:
+    data = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    entries = data["files"] if isinstance(data, dict) and "files" in data else data
+    return [e for e in entries if isinstance(e, dict) and e.get("file")]
+
+
+def sample_paths(stage: str | None = None) -> list[str]:
+    """The sample files ``kprof report`` runs on when given no paths.
+
+    One file per timeline sample (the nsys ``.sqlite`` export when there is one, which
+    needs no nsys to read, else the ``.nsys-rep``, else the PyTorch trace) and every
+    ``.ncu-rep`` report. ``stage`` (``"timeline"`` or ``"kernel"``) keeps only that stage's files.
+
+    Raises
+    ------
+    KprofError
+        When no sample gallery is found.
+    """
+    d = samples_dir()
+    if d is None:
+        raise KprofError(
+            "no sample gallery found (data/samples/manifest.json beside the package or in the current "
+            "directory); pass the profiles to report on: kprof report PATH ..."
+        )
+    from kprof.io import detect_format
+
+    by_stem: dict[str, dict[str, str]] = {}
+    kernels: list[str] = []
+    for e in _manifest_entries(d):
+        p = d / str(e["file"])
+        if not p.is_file():
+            continue
+        try:
+            fmt = detect_format(p)
+        except KprofError:
+            continue
+        if fmt in TIMELINE_FORMATS:
+            name = p.name
+            for suffix in (".nsys-rep", ".sqlite", ".json.gz", ".json", ".pt.trace.json.gz"):
+                if name.endswith(suffix):
+                    name = name[: -len(suffix)]
+                    break
+            by_stem.setdefault(str(p.parent / name), {})[fmt] = str(p)
+        elif fmt == "ncu-rep":
+            kernels.append(str(p))
+    timelines = []
+    for stem in sorted(by_stem):
+        fmts = by_stem[stem]
+        timelines.append(fmts.get("nsys-sqlite") or fmts.get("nsys-rep") or fmts["kineto"])
+    if stage == "timeline":
+        return timelines
+    if stage == "kernel":
+        return sorted(kernels)
+    return timelines + sorted(kernels)
+
+
+_PAIR_NAME = re.compile(r"^(?P<stem>.*?)[_.-](?P<role>before|after)$", re.IGNORECASE)
+
+
+def _stem(path: str) -> str:
+    name = Path(path).name
+    for suffix in (".ncu-rep", ".csv", ".nsys-rep", ".sqlite", ".json.gz", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def find_pairs(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """Before/after pairs among ``paths``: files named ``X_before.*`` and ``X_after.*`` (same folder).
+
+    Examples
+    --------
+    >>> find_pairs(["a/t_before.ncu-rep", "a/t_after.ncu-rep", "a/other.ncu-rep"])
+    [('a/t_before.ncu-rep', 'a/t_after.ncu-rep')]
+    """
+    roles: dict[tuple[str, str], dict[str, str]] = {}
+    for p in paths:
+        m = _PAIR_NAME.match(_stem(p))
+        if m:
+            roles.setdefault((str(Path(p).parent), m["stem"]), {})[m["role"].lower()] = p
+    return [(r["before"], r["after"]) for r in roles.values() if "before" in r and "after" in r]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Inputs:
+    """The report's inputs, sorted by stage."""
+
+    timelines: tuple[str, ...]
+    kernels: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+
+    def stages(self) -> list[str]:
+        """The notebooks to run, in the workflow's order."""
+        out = []
+        if self.timelines:
+            out.append("timeline")
+        if self.kernels:
+            out += ["kernel", "mechanism"]
+        return out
+
+
+def sort_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
+    """Check every path and send it to its stage (raises :class:`KprofInputError` on a bad one)."""
+    from kprof.io import detect_format
+
+    timelines: list[str] = []
+    kernels: list[str] = []
+    for p in paths:
+        ap = os.path.abspath(os.fspath(p))
+        fmt = detect_format(ap)
+        (timelines if fmt in TIMELINE_FORMATS else kernels).append(ap)
+    return Inputs(tuple(timelines), tuple(kernels), tuple(find_pairs(kernels)))
+
+
+# ====================================================================== notebook helpers
+
+
+def figure_png(fig: Figure | SubFigure, dpi: int = FIGURE_DPI) -> str:
+    """A figure as a ``data:image/png;base64,...`` URI."""
+    buf = io.BytesIO()
+    fig.figure.savefig(buf, format="png", dpi=dpi)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def figure_html(fig: Figure | SubFigure, alt: str, dpi: int = FIGURE_DPI) -> str:
+    """An ``<img>`` with the figure embedded (alt text escaped)."""
+    return f'<img class="kp-figure" src="{figure_png(fig, dpi)}" alt="{htmllib.escape(alt)}">'
+
+
+class Explorer:
+    """An ipywidgets view for live use, with a static HTML view that survives export.
+
+    Jupyter renders the widget (its mime type ranks first); an exported or untrusted
+    notebook shows the static HTML; the text is the plain fallback.
+    """
+
+    def __init__(self, static_html: str, text: str, widget: Any = None) -> None:
+        self.static_html = static_html
+        self.text = text
+        self.widget = widget
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        data: dict[str, Any] = {"text/plain": self.text, "text/html": self.static_html}
+        if self.widget is not None:
+            bundle = self.widget._repr_mimebundle_()
+            if isinstance(bundle, tuple):
+                bundle = bundle[0]
+            if bundle and WIDGET_VIEW_MIME in bundle:
+                data[WIDGET_VIEW_MIME] = bundle[WIDGET_VIEW_MIME]
+        return data
+
+
+def publish(diagnoses: Sequence[Diagnosis]) -> Any:
+    """A displayable that carries ``diagnoses`` to the report header (an invisible cell output)."""
+
+    class _Carrier:
+        def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+            return {DIAGNOSES_MIME: {"diagnoses": [d.to_dict() for d in diagnoses]}, "text/plain": ""}
+
+    return _Carrier()
+
+
+def timeline_gaps(tl: Timeline) -> Any:
+    """The capture's idle GPU gaps with their causes, as the timeline diagnosis reads them, or None
+    (the plot then shades the idle gaps without a cause)."""
+    try:
+        from kprof.diagnose import timeline as diagnose_timeline
+    except ImportError:
+        return None
+    fn = getattr(diagnose_timeline, "gap_causes", None)
+    return fn(tl) if callable(fn) else None
+
+
+def _details(summary: str, body: str, open_: bool) -> str:
+    return (
+        f'<details class="kp-pick"{" open" if open_ else ""}><summary>{summary}</summary>'
+        f'<div class="kp-pick-body">{body}</div></details>'
+    )
+
+
+def _diag_label(d: Diagnosis | None, k: KernelLaunch, file: str) -> str:
+    from kprof.plot._common import launch_label
+
+    verdict = d.verdict.value if d is not None else "?"
+    bottleneck = (d.bottleneck.value if d.bottleneck else "undetermined") if d is not None else "no diagnosis"
+    return f"[{verdict}] {bottleneck} — {launch_label(k, 48)} ({os.path.basename(file)})"
+
+
+def kernel_picker(
+    entries: Sequence[tuple[str, KernelLaunch, Diagnosis | None]],
+    views: Sequence[Callable[[KernelLaunch], Axes]],
+    *,
+    interactive: bool = True,
+    show_diagnosis: bool = True,
+    static_limit: int = 40,
+) -> Explorer:
+    """Pick a kernel launch and see its diagnosis and plots.
+
+    Parameters
+    ----------
+    entries
+        ``(file, launch, diagnosis)`` per launch, most important first.
+    views
+        Plot functions ``launch -> Axes`` drawn for the picked launch (e.g. SOL bars).
+    interactive
+        Build the live ipywidgets dropdown (the static view is always built).
+    show_diagnosis
+        Show the launch's diagnosis above its plots.
+    static_limit
+        Launches drawn in the static view (one ``<details>`` each, the first open).
+
+    Returns
+    -------
+    Explorer
+        Display it in a notebook.
+    """
+    parts = []
+    for i, (file, k, d) in enumerate(entries[:static_limit]):
+        body = d.to_html() if (d is not None and show_diagnosis) else ""
+        for view in views:
+            ax = view(k)
+            body += figure_html(ax.figure, f"{view.__name__} of {k.display_name}")
+        parts.append(_details(htmllib.escape(_diag_label(d, k, file)), body, i == 0))
+    more = len(entries) - static_limit
+    if more > 0:
+        parts.append(f'<p class="kp-caption">{more} more launches not drawn.</p>')
+    static = '<div class="kp-picker">' + "".join(parts) + "</div>"
+    text = "\n".join(_diag_label(d, k, f) for f, k, d in entries)
+    widget = None
+    if interactive and entries:
+        widget = _kernel_widget(entries, views, show_diagnosis)
+    return Explorer(static, text, widget)
+
+
+def _kernel_widget(
+    entries: Sequence[tuple[str, KernelLaunch, Diagnosis | None]],
+    views: Sequence[Callable[[KernelLaunch], Axes]],
+    show_diagnosis: bool,
+) -> Any:
+    import ipywidgets as w
+    from IPython.display import display
+
+    options = [(_diag_label(d, k, f), i) for i, (f, k, d) in enumerate(entries)]
+    pick = w.Dropdown(options=options, value=0, description="kernel", layout=w.Layout(width="95%"))
+    out = w.Output()
+
+    def show(change: Any = None) -> None:
+        _file, k, d = entries[pick.value]
+        out.clear_output(wait=True)
+        with out:
+            if d is not None and show_diagnosis:
+                display(d)
+            for view in views:
+                display(view(k).figure)
+
+    pick.observe(show, names="value")
+    show()
+    return w.VBox([pick, out])
+
+
+def timeline_explorer(
+    tl: Timeline,
+    *,
+    gaps: Any = None,
+    window: tuple[int, int] | None = None,
+    interactive: bool = True,
+) -> Explorer:
+    """The whole capture and a zoomed window; live, a slider moves the window.
+
+    Parameters
+    ----------
+    tl
+        The capture.
+    gaps
+        Gaps with causes for :func:`kprof.plot.plot_timeline`.
+    window
+        The zoomed window (default :func:`kprof.plot.timeline.default_window`).
+    interactive
+        Build the live ipywidgets slider (the static view is always built).
+    """
+    from kprof.plot.timeline import default_window, plot_timeline
+
+    name = os.path.basename(tl.source)
+    full = plot_timeline(tl, gaps=gaps)
+    static = figure_html(full.figure, f"timeline of {name}")
+    text = f"timeline of {name}: whole capture"
+    if window is None:
+        window = default_window(tl)
+    if window is not None:
+        zoom = plot_timeline(tl, gaps=gaps, window=window)
+        static += figure_html(zoom.figure, f"timeline of {name}, zoomed")
+        text += f" and a {(window[1] - window[0]) / 1e6:.3g} ms window at the end (steady state)"
+    widget = None
+    span = tl.span_ns()
+    if interactive and span is not None:
+        widget = _timeline_widget(tl, gaps, span, window)
+    return Explorer(f'<div class="kp-timeline-views">{static}</div>', text, widget)
+
+
+def _timeline_widget(tl: Timeline, gaps: Any, span: tuple[int, int], window: tuple[int, int] | None) -> Any:
+    import ipywidgets as w
+    from IPython.display import display
+
+    from kprof.plot.timeline import plot_timeline
+
+    total_ms = (span[1] - span[0]) / 1e6
+    lo, hi = window if window is not None else span
+    slider = w.FloatRangeSlider(
+        value=((lo - span[0]) / 1e6, (hi - span[0]) / 1e6),
+        min=0.0,
+        max=total_ms,
+        step=max(total_ms / 1000, 1e-3),
+        description="window ms",
+        continuous_update=False,
+        readout_format=".3f",
+        layout=w.Layout(width="95%"),
+    )
+    out = w.Output()
+
+    def show(change: Any = None) -> None:
+        a, b = slider.value
+        out.clear_output(wait=True)
+        with out:
+            display(plot_timeline(tl, gaps=gaps, window=(span[0] + int(a * 1e6), span[0] + int(b * 1e6))).figure)
+
+    slider.observe(show, names="value")
+    show()
+    return w.VBox([slider, out])
+
+
+# ====================================================================== execution
+
+
+def template_path(stage: str) -> Path:
+    """The template notebook of ``stage`` (``timeline``, ``kernel``, ``mechanism``)."""
+    return Path(str(resources.files("kprof").joinpath("templates", TEMPLATES[stage])))
+
+
+def _kernel_manager_class() -> type:
+    """A kernel manager that starts ``ipykernel`` with this very interpreter.
+
+    The ``python3`` kernel spec found on the Jupyter path may name another Python (a
+    ``python`` on PATH without kprof); running ``sys.executable`` avoids that.
+    """
+    from jupyter_client.kernelspec import KernelSpec
+    from jupyter_client.manager import AsyncKernelManager
+
+    class ThisPythonKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self) -> KernelSpec:
+            if self._kernel_spec is None:
+                self._kernel_spec = KernelSpec(
+                    argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    display_name="Python 3 (kprof)",
+                    language="python",
+                )
+            return self._kernel_spec
+
+    return ThisPythonKernelManager
+
+
+def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> Any:
+    """Run one template with papermill in ``workdir``; returns the executed notebook (nbformat)."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    out = workdir / TEMPLATES[stage]
+    try:
+        return papermill.execute_notebook(
+            str(template_path(stage)),
+            str(out),
+            parameters=parameters,
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+            request_save_on_cell_execute=False,
+            execution_timeout=CELL_TIMEOUT_S,
+            kernel_manager_class=_kernel_manager_class(),
+            resources={"metadata": {"path": str(workdir)}},
+        )
+    except PapermillExecutionError as exc:
+        msg = " ".join(str(exc.evalue).split())
+        if exc.ename in ("KprofInputError", "MissingToolError", "KprofError"):
+            raise KprofError(msg) from None
+        raise RuntimeError(f"template {TEMPLATES[stage]} failed in cell {exc.exec_count}: {exc.ename}: {msg}") from None
+
+
+def _collect_diagnoses(nb: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if DIAGNOSES_MIME in data:
+                found.extend(data[DIAGNOSES_MIME].get("diagnoses", []))
+    return found
+
+
+def _clean_outputs(nb: Any, show_code: bool) -> Any:
+    """Drop what cannot be read offline: widget views (their static HTML stays), widget state,
+    the diagnoses carrier, papermill's parameter cells (kept with ``show_code``)."""
+    nb.metadata.pop("widgets", None)
+    cells = []
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if not show_code and ("parameters" in tags or "injected-parameters" in tags):
+            continue
+        if cell.get("cell_type") == "code":
+            outputs = []
+            for o in cell.get("outputs", []):
+                data = o.get("data")
+                if data is not None:
+                    data.pop(DIAGNOSES_MIME, None)
+                    had_widget = data.pop(WIDGET_VIEW_MIME, None) is not None
+                    if not data or (had_widget and set(data) <= {"text/plain"}):
+                        continue
+                    if set(data) == {"text/plain"} and not str(data["text/plain"]).strip():
+                        continue
+                outputs.append(o)
+            cell["outputs"] = outputs
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], stages: list[str]) -> list[Any]:
+    import nbformat
+
+    from kprof.html import heading, overview
+    from kprof.model import Diagnosis
+
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    intro = (
+        "# kprof report\n\n"
+        "Why is this GPU code slow, and what should change? Read in the order kprof works: "
+        "**timeline first** (is the time even inside a kernel?), **kernel second** (which resource "
+        "is saturated, where is the kernel on the roofline?), **mechanism third** (what in the code "
+        "explains the gap to the roofline). Each section starts with its verdicts; plots follow.\n"
+    )
+    diags = []
+    for d in diagnoses:
+        with contextlib.suppress(ValueError):
+            diags.append(Diagnosis.from_dict(d))
+    head = overview(diags, title="Headlines: the verdict of every input, timeline captures first")
+    n_in = len(inputs.timelines) + len(inputs.kernels)
+    note = heading(
+        f"{n_in} input file{'s' if n_in != 1 else ''}: {len(inputs.timelines)} timeline capture(s), "
+        f"{len(inputs.kernels)} kernel report(s). Generated {now} by kprof.",
+        level=6,
+    )
+    out = nbformat.v4.new_code_cell(source="# kprof report header")
+    out.outputs = [
+        nbformat.v4.new_output("display_data", data={"text/plain": note.text, "text/html": note.html}),
+        nbformat.v4.new_output("display_data", data={"text/plain": head.text, "text/html": head.html}),
+    ]
+    toc = "**Sections:** " + " · ".join(STAGE_TITLES[s] for s in stages)
+    return [nbformat.v4.new_markdown_cell(intro), out, nbformat.v4.new_markdown_cell(toc)]
+
+
+def merge_notebooks(parts: Sequence[tuple[str, Any]], inputs: Inputs, show_code: bool) -> Any:
+    """One notebook: the header (headlines of every stage), then each executed template."""
+    import nbformat
+
+    diagnoses: list[dict[str, Any]] = []
+    for _stage, nb in parts:
+        diagnoses.extend(_collect_diagnoses(nb))
+    merged = nbformat.v4.new_notebook()
+    first = parts[0][1] if parts else None
+    if first is not None:
+        merged.metadata.update({k: v for k, v in first.metadata.items() if k in ("kernelspec", "language_info")})
+    merged.metadata["title"] = "kprof report"
+    merged.cells = _header_cells(inputs, diagnoses, [s for s, _ in parts])
+    for _stage, nb in parts:
+        merged.cells.extend(_clean_outputs(nb, show_code).cells)
+    for i, c in enumerate(merged.cells):
+        c["id"] = f"kp-cell-{i}"
+    return merged
+
+
+def export_html(nb: Any, show_code: bool = False) -> str:
+    """Export a notebook as one self-contained HTML page (no network resources needed)."""
+    from nbconvert import HTMLExporter
+
+    base = Path(str(resources.files("kprof.html").joinpath("templates", "nbconvert")))
+    exporter = HTMLExporter(
+        template_name="kprof",
+        extra_template_basedirs=[str(base)],
+        exclude_input=not show_code,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
+        theme="light",
+    )
+    body, _ = exporter.from_notebook_node(nb)
+    return str(body)
+
+
+def atomic_write(path: Path, data: str) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _footer(timings: list[tuple[str, float]], total: float) -> Any:
+    import nbformat
+
+    parts = ", ".join(f"{name} {dt:.1f} s" for name, dt in timings)
+    html = f'<p class="kp-report-footer">Built by kprof in {total:.1f} s ({htmllib.escape(parts)}).</p>'
+    cell = nbformat.v4.new_code_cell(source="# kprof report footer")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={"text/plain": f"built in {total:.1f} s", "text/html": html})
+    ]
+    return cell
+
+
+def build_report(
+    paths: Sequence[str | os.PathLike[str]] | None,
+    output: str | os.PathLike[str],
+    show_code: bool = False,
+    *,
+    log: TextIO | None = sys.stderr,
+) -> Path:
+    """Fill, execute and export the template notebooks as one self-contained HTML report.
+
+    Parameters
+    ----------
+    paths
+        Timeline captures and kernel reports; None or empty runs on the shipped samples.
+    output
+        The HTML file to write (atomically: an interrupted run leaves the old file, or none).
+    show_code
+        Keep the notebooks' input cells in the report.
+    log
+        Where progress goes, one line per notebook with its time (None: silent).
+
+    Returns
+    -------
+    pathlib.Path
+        The written report.
+
+    Raises
+    ------
+    KprofInputError
+        A path is missing, unreadable or not a supported profile.
+    KprofError
+        An input could not be read while the notebooks ran (the message names it).
+
+    Examples
+    --------
+    >>> build_report(["capture.sqlite", "kernels.ncu-rep"], "report.html")  # doctest: +SKIP
+    PosixPath('report.html')
+    """
+    t_start = time.perf_counter()
+    out_path = Path(output).resolve()
+    if out_path.is_dir():
+        raise KprofInputError(out_path, "is a directory; give the report's file name with -o")
+    paths = list(paths or [])
+    from_samples = not paths
+    if from_samples:
+        paths = list(sample_paths())
+    inputs = sort_inputs(paths)
+    if from_samples:
+        # samples come with a manifest: pairs follow the file names there too
+        inputs = dataclasses.replace(inputs, pairs=tuple(find_pairs(inputs.kernels)))
+    stages = inputs.stages()
+    if not stages:
+        raise KprofError("nothing to report on: no input files")
+
+    def say(msg: str) -> None:
+        if log is not None:
+            print(f"kprof report: {msg}", file=log, flush=True)
+
+    n_in = len(inputs.timelines) + len(inputs.kernels)
+    say(f"{n_in} inputs ({len(inputs.timelines)} timeline, {len(inputs.kernels)} kernel) -> {len(stages)} notebooks")
+    parts: list[tuple[str, Any]] = []
+    timings: list[tuple[str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:
+        workdir = Path(tmp)
+        for i, stage in enumerate(stages, 1):
+            params: dict[str, Any] = {"interactive": False}
+            if stage == "timeline":
+                params["timeline_paths"] = list(inputs.timelines)
+            else:
+                params["kernel_paths"] = list(inputs.kernels)
+                params["pairs"] = [list(p) for p in inputs.pairs]
+            t0 = time.perf_counter()
+            nb = execute_template(stage, params, workdir)
+            dt = time.perf_counter() - t0
+            timings.append((TEMPLATES[stage].removesuffix(".ipynb"), dt))
+            say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
+            parts.append((stage, nb))
+        t0 = time.perf_counter()
+        merged = merge_notebooks(parts, inputs, show_code)
+        merged.cells.append(_footer(timings, time.perf_counter() - t_start))
+        body = export_html(merged, show_code)
+        atomic_write(out_path, body)
+        dt = time.perf_counter() - t0
+    total = time.perf_counter() - t_start
+    say(f"exported in {dt:.1f} s; wrote {out_path} ({len(body) / 1e6:.1f} MB) in {total:.1f} s")
+    return out_path
+
+
+def cli(args: argparse.Namespace) -> int:
+    """``kprof report PATH... -o report.html [--show-code]``."""
+    build_report(args.paths, args.output, show_code=args.show_code)
+    return 0
+
+
+__all__ = [
+    "TEMPLATES",
+    "Explorer",
+    "Inputs",
+    "atomic_write",
+    "build_report",
+    "cli",
+    "execute_template",
+    "export_html",
+    "figure_html",
+    "find_pairs",
+    "kernel_picker",
+    "merge_notebooks",
+    "publish",
+    "sample_paths",
+    "samples_dir",
+    "sort_inputs",
+    "template_path",
+    "timeline_explorer",
+    "timeline_gaps",
+]
