@@ -27,11 +27,15 @@ from kprof.kernel_model import KernelLaunch, KernelProfile  # noqa: E402
 
 def ncu_top_rule(k: KernelLaunch) -> str:
     """ncu's own answer: the rule with the largest estimated speedup (errors and info-only rules skipped)."""
-    rules = [r for r in k.rules if r.speedup_estimate is not None and r.kind != "error"]
-    if not rules:
-        return "(no rule results in this file)"
-    top = max(rules, key=lambda r: r.speedup_estimate or 0.0)
-    return f"{top.name}: {top.title} ({top.speedup_estimate:.0f}%)"
+    valid = [r for r in k.rules if r.kind != "error" and "returned an error" not in r.message]
+    rules = [r for r in valid if r.speedup_estimate is not None]
+    if rules:
+        top = max(rules, key=lambda r: r.speedup_estimate or 0.0)
+        return f"{top.name}: {top.title} ({top.speedup_estimate:.0f}%)"
+    if valid:  # ncu before 2023.3 gave no estimates: its SpeedOfLight verdict is its top answer
+        sol = next((r for r in valid if r.name == "SOLBottleneck"), valid[0])
+        return f"{sol.name}: {sol.title} (no estimate)"
+    return "(no rule results in this file)"
 
 
 def _cell(s: str) -> str:

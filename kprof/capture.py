@@ -960,9 +960,16 @@ def _report(opts: ProfileOptions, session: Session) -> None:
         return
     import importlib.util
 
+    missing = [m for m in ("papermill", "nbconvert", "nbformat") if importlib.util.find_spec(m) is None]
+    if missing:
+        session.notes.append(
+            f"The HTML report needs {', '.join(missing)}, not installed here (`pip install kprof` brings them); "
+            "build it where they are, with the command below."
+        )
+        return
     if importlib.util.find_spec("kprof.report") is None:
         session.notes.append(
-            f"The HTML report is not available in this version of kprof; when it is: {command}"
+            "The HTML report is not available in this version of kprof; the command below builds it where it is."
         )
         return
     from kprof.cli import build_parser
@@ -971,16 +978,16 @@ def _report(opts: ProfileOptions, session: Session) -> None:
     _say(f"report: {command}")
     try:
         rc = int(args.func(args))
-    except KprofError as exc:
+    except (KprofError, ImportError) as exc:
         session.notes.append(
-            f"The HTML report could not be built here ({exc}); on a machine that can: {command}"
+            f"The HTML report could not be built here ({exc}); the command below builds it elsewhere."
         )
         return
     if rc == 0 and os.path.isfile(out):
         session.report = out
         session.files.append(out)
     else:
-        session.notes.append(f"The HTML report failed (exit status {rc}); to retry: {command}")
+        session.notes.append(f"The HTML report failed (exit status {rc}); the command below retries it.")
 
 
 def profile_nsys(opts: ProfileOptions, session: Session) -> Session:

@@ -71,15 +71,19 @@ def samples_dir() -> Path | None:
     """
     here = Path(__file__).resolve().parents[1] / "data" / "samples"
     for d in (here, Path.cwd() / "data" / "samples"):
-        if (d / "manifest.json").is_file():
+        if (d / "manifest.json").is_file() or (d / "ncu").is_dir() or (d / "timeline").is_dir():
             return d
     return None
 
 
-def _manifest_entries(d: Path) -> list[dict[str, Any]]:
-    data = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-    entries = data["files"] if isinstance(data, dict) and "files" in data else data
-    return [e for e in entries if isinstance(e, dict) and e.get("file")]
+def _sample_files(d: Path) -> list[Path]:
+    """The files the manifest lists (or, without a manifest, those under ``ncu/`` and ``timeline/``)."""
+    m = d / "manifest.json"
+    if m.is_file():
+        data = json.loads(m.read_text(encoding="utf-8"))
+        entries = data["files"] if isinstance(data, dict) and "files" in data else data
+        return [d / str(e["file"]) for e in entries if isinstance(e, dict) and e.get("file")]
+    return sorted(p for sub in ("timeline", "ncu") for p in (d / sub).glob("*") if p.is_file())
 
 
 def sample_paths(stage: str | None = None) -> list[str]:
@@ -97,15 +101,14 @@ def sample_paths(stage: str | None = None) -> list[str]:
     d = samples_dir()
     if d is None:
         raise KprofError(
-            "no sample gallery found (data/samples/manifest.json beside the package or in the current "
-            "directory); pass the profiles to report on: kprof report PATH ..."
+            "no sample gallery found (data/samples beside the package or in the current directory); "
+            "pass the profiles to report on: kprof report PATH ..."
         )
     from kprof.io import detect_format
 
     by_stem: dict[str, dict[str, str]] = {}
     kernels: list[str] = []
-    for e in _manifest_entries(d):
-        p = d / str(e["file"])
+    for p in _sample_files(d):
         if not p.is_file():
             continue
         try:
@@ -414,16 +417,24 @@ def template_path(stage: str) -> Path:
     return Path(str(resources.files("kprof").joinpath("templates", TEMPLATES[stage])))
 
 
-def _kernel_manager_class() -> type:
-    """A kernel manager that starts ``ipykernel`` with this very interpreter.
+def _kernel_manager_class(workdir: Path) -> type:
+    """A kernel manager that starts ``ipykernel`` with this very interpreter, over IPC sockets in ``workdir``.
 
     The ``python3`` kernel spec found on the Jupyter path may name another Python (a
-    ``python`` on PATH without kprof); running ``sys.executable`` avoids that.
+    ``python`` on PATH without kprof); running ``sys.executable`` avoids that. IPC sockets
+    in the run's private directory open no TCP port and cannot collide with a parallel run.
     """
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
 
+    ipc_prefix = str(workdir / "kernel")
+
     class ThisPythonKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self.ip = ipc_prefix
+
         @property
         def kernel_spec(self) -> KernelSpec:
             if self._kernel_spec is None:
@@ -453,7 +464,7 @@ def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> A
             log_output=False,
             request_save_on_cell_execute=False,
             execution_timeout=CELL_TIMEOUT_S,
-            kernel_manager_class=_kernel_manager_class(),
+            kernel_manager_class=_kernel_manager_class(workdir),
             resources={"metadata": {"path": str(workdir)}},
         )
     except PapermillExecutionError as exc:

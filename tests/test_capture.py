@@ -74,7 +74,11 @@ class Fakes:
             args = (args[0], "--no-report", *args[1:])
         return subprocess.run(
             [sys.executable, "-m", "kprof", "profile", *args],
-            capture_output=True, text=True, cwd=self.tmp, env={**self.env, **env}, timeout=300,
+            capture_output=True,
+            text=True,
+            cwd=self.tmp,
+            env={**self.env, **env},
+            timeout=300,
         )
 
     def calls(self, tool: str | None = None) -> list[list[str]]:
@@ -143,7 +147,9 @@ def test_ncu_argv_source_import_no_clock_control_one_launch():
         "ncu", "--set", "full", "--import-source", "yes", "--clock-control", "none", "-k", "gemm",
         "--launch-skip", "8", "--launch-count", "1", "-f", "-o", "k", "./app", "1",
     ]  # fmt: skip
-    argv = ncu_argv(["./app"], "k", kernel_filter="regex:g", replay_mode="application", profile_from_start=False)
+    argv = ncu_argv(
+        ["./app"], "k", kernel_filter="regex:g", replay_mode="application", profile_from_start=False
+    )
     assert argv[argv.index("1") + 1 : argv.index("-f")] == [
         "--replay-mode", "application", "--profile-from-start", "off",
     ]  # fmt: skip
@@ -179,7 +185,11 @@ def _timeline(names, seq, durations, launch_type=None, shorts=()):
 def test_top_kernels_ranks_by_gpu_time_and_skips_warmup():
     # 30 launches of a long gemm interleaved with 30 short adds, plus a rare tiny kernel
     seq = [0, 1] * 30 + [2]
-    tl = _timeline(["void gemm<1>(float*)", "void add(float*)", "void tiny()"], seq, [100 if s == 0 else 10 for s in seq] + [])
+    tl = _timeline(
+        ["void gemm<1>(float*)", "void add(float*)", "void tiny()"],
+        seq,
+        [100 if s == 0 else 10 for s in seq] + [],
+    )
     targets = top_kernels(tl)
     assert [t.short_name for t in targets] == ["gemm"]  # add holds 9% < TOP_KERNEL_MIN_SHARE
     t = targets[0]
@@ -202,7 +212,9 @@ def test_launch_skip_counts_other_instantiations_of_the_same_function_name():
 
 def test_cooperative_launch_means_application_replay():
     # nsys: launchType 1 regular, 2 cooperative single device (ENUM_CUDA_KERNEL_LAUNCH_TYPE), unlike CUPTI's 0/1
-    tl = _timeline(["void grid_sync_reduce()", "void add()"], [0, 1, 0, 1], [50, 5, 50, 5], launch_type=[2, 1, 2, 1])
+    tl = _timeline(
+        ["void grid_sync_reduce()", "void add()"], [0, 1, 0, 1], [50, 5, 50, 5], launch_type=[2, 1, 2, 1]
+    )
     coop = top_kernels(tl)[0]
     assert coop.cooperative and coop.replay_mode == "application"
     tl = _timeline(["void k()"], [0, 0], [5, 5], launch_type=[1, 1])
@@ -310,7 +322,19 @@ def test_profile_nsys_runs_capture_then_export_then_diagnosis(fakes):
     r = fakes.run("nsys", "-o", "cap", "--", *PROGRAM, KPROF_FAKE_SYNTHETIC="1")
     assert r.returncode == 0, r.stderr
     assert fakes.calls() == [
-        ["profile", "-t", "cuda,nvtx,osrt", "-s", "none", "--cpuctxsw=none", "-f", "true", "-o", "cap", *PROGRAM],
+        [
+            "profile",
+            "-t",
+            "cuda,nvtx,osrt",
+            "-s",
+            "none",
+            "--cpuctxsw=none",
+            "-f",
+            "true",
+            "-o",
+            "cap",
+            *PROGRAM,
+        ],
         ["export", "--type", "sqlite", "--force-overwrite", "true", "-o", "cap.sqlite", "cap.nsys-rep"],
     ]
     assert "the profiled program ran" in r.stderr  # the program's output streams on stderr
@@ -476,7 +500,9 @@ def test_profiled_command_exiting_nonzero(fakes, tool):
 def test_ncu_driver_error_is_reported(fakes):
     r = fakes.run("ncu", "--kernel", "vectorized", "--", *PROGRAM, KPROF_FAKE_NCU="driver_error")
     assert r.returncode == 2
-    assert "ncu failed (exit status 1): ==ERROR== An error was reported by the driver" in one_line_error(r.stderr)
+    assert "ncu failed (exit status 1): ==ERROR== An error was reported by the driver" in one_line_error(
+        r.stderr
+    )
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ launch() {  # launch VARIANT MODE EXTRA_ARGS...: one process per rank, wait for 
   for ((r = 0; r < WORLD; r++)); do
     local cmd=(python3 "$PROG" --mode "$mode" "$@")
     if [ "$mode" = nsys ]; then
-      cmd=(nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none --capture-range=cudaProfilerApi
+      cmd=(nsys profile -t cuda,nvtx -s none --cpuctxsw=none --capture-range=cudaProfilerApi
            --capture-range-end=stop -f true -o "multirank/${variant}_rank${r}" "${cmd[@]}")
     else
       cmd+=(--trace "multirank/${variant}_rank{rank}.json.gz")

@@ -121,6 +121,22 @@ TIMELINE_SAMPLES = [
      "pair_graph", "after"),
 ]
 
+M = "workloads/multirank"
+# Multi-rank jobs (issue 9): 2 ranks on the 2-GPU machine, made by generate_multirank.sh. Listed under
+# "jobs" (not "files"), because what they show is a property of the job, not of one rank's capture.
+# The numbers in the descriptions were read from the .sqlite files (kernel intervals, NCCL kernels by name).
+JOB_SAMPLES = [
+    ("ddp", "gpu_bound", "healthy", None,
+     "Balanced data-parallel MLP training (6 Linear 4096x4096 bf16 layers, batch 2048 per rank, DDP all-reduce "
+     "over NCCL), 6 steady-state steps per rank. No straggler: compute kernels 15.7 ms (rank 0) and 14.2 ms "
+     "(rank 1); NCCL kernels 11.6 and 12.3 ms, of which 4.1 and 9.1 ms are not overlapped with compute."),
+    ("ddp_straggler", "straggler", "fix", [1],
+     "The same job with rank 1 doing ~4 ms of extra matmuls per step (--slow-rank 1 --slow-ms 4): rank 1's "
+     "compute kernels take 26.1 ms against rank 0's 15.6 ms, and rank 0 waits inside NCCL all-reduce "
+     "kernels (46.3 ms of NCCL time, 37.1 ms of it not overlapped with compute, against 5.7 ms on rank 1)."),
+]
+JOB_FILES = [("nsys-sqlite", ".sqlite"), ("kineto", ".json.gz")]
+
 TIMELINE_FILES = [("nsys-rep", ".nsys-rep"), ("nsys-sqlite", ".sqlite"), ("kineto", ".json.gz")]
 
 
@@ -186,6 +202,37 @@ def main() -> int:
         for kind, suffix in TIMELINE_FILES:
             add(f"timeline/{sid}{suffix}", kind, workload, bottleneck, verdict, desc, _pair(pname, prole))
 
+    jobs: list[dict] = []
+    mr_versions = os.path.join(HERE, "multirank", "versions.txt")
+    mr_tools = open(mr_versions).read().strip().splitlines() if os.path.exists(mr_versions) else []
+    mr_cmds: dict[str, str] = {}
+    mr_cmd_path = os.path.join(HERE, "multirank", "commands.tsv")
+    if os.path.exists(mr_cmd_path):
+        with open(mr_cmd_path) as f:
+            for line in f:
+                if "\t" in line:
+                    out, cmd = line.rstrip("\n").split("\t", 1)
+                    mr_cmds[out] = cmd
+    for job, bottleneck, verdict, slow_ranks, desc in JOB_SAMPLES:
+        files = []
+        for rank in range(2):
+            for kind, suffix in JOB_FILES:
+                rel = f"multirank/{job}_rank{rank}{suffix}"
+                path = os.path.join(HERE, rel)
+                if not os.path.isfile(path):
+                    missing.append(rel)
+                    continue
+                files.append({
+                    "file": rel, "kind": kind, "rank": rank, "capture_command": mr_cmds.get(rel),
+                    "bytes": os.path.getsize(path), "sha256": _sha256(path),
+                })
+        jobs.append({
+            "job": job, "ranks": 2, "workload": f"{M}/ddp_train.py",
+            "shows": {"bottleneck": bottleneck, "verdict": verdict, "slow_ranks": slow_ranks},
+            "description": desc, "gpu": "2x NVIDIA H200 (driver 580.159.04), one host",
+            "tools": mr_tools, "generator": "generate_multirank.sh", "files": files,
+        })
+
     manifest = {
         "generated": versions.get("generated"),
         "gpu": gpu,
@@ -200,11 +247,14 @@ def main() -> int:
             "active=N, ProfilerStep#N per step)."
         ),
         "files": entries,
+        "jobs": jobs,
     }
     with open(os.path.join(HERE, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
-    print(f"manifest.json: {len(entries)} files, {sum(e['bytes'] for e in entries)} bytes")
+    n_job_files = sum(len(j["files"]) for j in jobs)
+    print(f"manifest.json: {len(entries)} files, {sum(e['bytes'] for e in entries)} bytes; "
+          f"{len(jobs)} jobs with {n_job_files} files")
     for m in missing:
         print(f"missing: {m}", file=sys.stderr)
     return 1 if missing else 0

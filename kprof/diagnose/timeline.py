@@ -350,7 +350,7 @@ def _context(tl: Timeline) -> _Context:
         # holds that call (it is the earliest API call and not a launch), it is start-up work.
         first = int(np.argmin(api.start_ns))
         if (
-            cat[first] not in (ApiCategory.LAUNCH, ApiCategory.SYNC)
+            cat[first] in (ApiCategory.OTHER, ApiCategory.STARTUP, ApiCategory.ALLOC)
             and int(api.start_ns[first]) <= cap_lo + 1
         ):
             startup_mask = startup_mask.copy()

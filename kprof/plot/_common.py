@@ -33,8 +33,11 @@ COLORS: dict[str, str] = {
     "after": "#0072B2",
 }
 
-SERIES = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
-"""Colours for the n-th kernel / series."""
+SERIES = (
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442",
+    "#8c564b", "#7f7f7f", "#9467bd", "#17becf", "#bcbd22", "#e377c2", "#2ca02c", "#d62728",
+)  # fmt: skip
+"""Colours for the n-th kernel / series: Okabe-Ito first, then the distinct rest of tab10/tab20."""
 
 
 def new_axes(figsize: tuple[float, float]) -> Axes:

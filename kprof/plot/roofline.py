@@ -43,7 +43,9 @@ def _point(k: Any) -> tuple[RooflinePoint | None, Roofline]:
     return RooflinePoint(label=launch_label(k), flops=float(f), intensity=inten), r
 
 
-def roofline_points(launches: Any) -> tuple[list[RooflinePoint | None], list[str], list[Roofline]]:
+def roofline_points(
+    launches: Any, labels: Sequence[str] | None = None
+) -> tuple[list[RooflinePoint | None], list[str], list[Roofline]]:
     """Prepare the points of a roofline chart, one per launch in order.
 
     Returns the points (None for a launch that cannot be placed: no floating-point work
@@ -53,12 +55,18 @@ def roofline_points(launches: Any) -> tuple[list[RooflinePoint | None], list[str
     points: list[RooflinePoint | None] = []
     skipped: list[str] = []
     roofs: list[Roofline] = []
-    for k in as_launches(launches):
+    ls = as_launches(launches)
+    names = list(labels) if labels is not None else [launch_label(k) for k in ls]
+    if len(names) != len(ls):
+        raise ValueError(f"{len(names)} labels for {len(ls)} launches")
+    for k, name in zip(ls, names, strict=True):
         p, r = _point(k)
+        if p is not None:
+            p = RooflinePoint(label=name, flops=p.flops, intensity=p.intensity)
         points.append(p)
         roofs.append(r)
         if p is None:
-            skipped.append(launch_label(k))
+            skipped.append(name)
     return points, skipped, roofs
 
 
@@ -85,6 +93,7 @@ def plot_roofline(
     ax: Axes | None = None,
     levels: Sequence[str] = ("dram", "l2", "l1"),
     annotate: bool = True,
+    labels: Sequence[str] | None = None,
 ) -> Axes:
     """Draw kernels on a hierarchical roofline built from the report's own peaks.
 
@@ -99,6 +108,9 @@ def plot_roofline(
         Axes to draw on; a new figure is made when None.
     levels
         Memory levels whose roofs and points are drawn (``dram``, ``l2``, ``l1``).
+    labels
+        One label per launch of ``launches`` (default ``#id name``); the after launches
+        take the same labels.
     annotate
         Write each kernel's label next to its point when there are at most three kernels
         (a legend on the right always names them).
@@ -116,10 +128,12 @@ def plot_roofline(
     """
     if ax is None:
         ax = new_axes((7.5, 4.8))
-    all_points, skipped, roofs = roofline_points(launches)
+    all_points, skipped, roofs = roofline_points(launches, labels)
     all_after: list[RooflinePoint | None] = []
     if after is not None:
-        all_after, after_skipped, after_roofs = roofline_points(after)
+        n_after = len(as_launches(after))
+        after_labels = list(labels)[:n_after] if labels is not None and len(labels) >= n_after else None
+        all_after, after_skipped, after_roofs = roofline_points(after, after_labels)
         roofs = roofs + after_roofs
         skipped += [f"{s} (after)" for s in after_skipped]
     points = [p for p in all_points if p is not None]
@@ -161,16 +175,33 @@ def plot_roofline(
             label=f"{name} roof {si(b, 'B/s')}", gid=f"roof-{lv}",
         )  # fmt: skip
     bw_max = max((peak_bw[lv] for lv in levels if lv in peak_bw), default=None)
+    ceilings: list[tuple[float, list[str]]] = []  # equal peaks share one line and one label
     for prec, pf in sorted(peak_flops.items(), key=lambda kv: -kv[1]):
+        if ceilings and abs(ceilings[-1][0] - pf) <= 0.01 * pf:
+            ceilings[-1][1].append(prec)
+        else:
+            ceilings.append((pf, [prec]))
+    for pf, precs in ceilings:
         x_start = pf / bw_max if bw_max else x_lo
         ax.plot(
-            [x_start, x_hi], [pf, pf], color="0.45", linewidth=1.0, linestyle="-",
-            gid=f"ceiling-{prec}",
-        )  # fmt: skip
+            [x_start, x_hi],
+            [pf, pf],
+            color="0.45",
+            linewidth=1.0,
+            linestyle="-",
+            gid=f"ceiling-{'-'.join(precs)}",
+        )
+        names = "/".join(PRECISION_LABEL.get(p, p) for p in precs)
         ax.annotate(
-            f"{PRECISION_LABEL.get(prec, prec)} peak {si(pf, 'FLOP/s')}", (x_hi, pf),
-            xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom", fontsize=8, color="0.3",
-        )  # fmt: skip
+            f"{names} peak {si(pf, 'FLOP/s')}",
+            (x_hi, pf),
+            xytext=(-4, 3),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color="0.3",
+        )
 
     # kernels: same colour per kernel, marker per memory level
     for i, p in enumerate(points):

@@ -102,12 +102,16 @@ _LAUNCH_TYPES = [
     (3, "CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE", "Coop Multi Device"),
 ]
 GEMM = "nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NTN"
-ADD = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-       "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
-MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, "
-       "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, "
-       "std::array<char*, 3ul>)")
+ADD = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+)
+MUL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, "
+    "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, "
+    "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, "
+    "std::array<char*, 3ul>)"
+)
 COOP = "void persistent_reduce<float>(float const*, float*, int)"
 
 
@@ -143,16 +147,26 @@ def write_synthetic_sqlite(path: str, recipe: str) -> None:
     c = db.cursor()
     c.execute("CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL)")
     c.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
-    c.executemany("INSERT INTO META_DATA_EXPORT VALUES (?, ?)", [
-        ("EXPORT_SCHEMA_VERSION", "3.20.0"), ("EXPORT_SCHEMA_VERSION_MAJOR", "3"),
-        ("EXPORT_PRODUCT_VERSION", "2025.3.1.90-253135822126v0"),
-    ])
-    c.execute("CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT)")
+    c.executemany(
+        "INSERT INTO META_DATA_EXPORT VALUES (?, ?)",
+        [
+            ("EXPORT_SCHEMA_VERSION", "3.20.0"),
+            ("EXPORT_SCHEMA_VERSION_MAJOR", "3"),
+            ("EXPORT_PRODUCT_VERSION", "2025.3.1.90-253135822126v0"),
+        ],
+    )
+    c.execute(
+        "CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT)"
+    )
     c.executemany("INSERT INTO ENUM_CUDA_KERNEL_LAUNCH_TYPE VALUES (?, ?, ?)", _LAUNCH_TYPES)
-    c.execute("CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, totalMemory INTEGER, "
-              "memoryBandwidth INTEGER, clockRate INTEGER, computeMajor INTEGER, computeMinor INTEGER, cuDevice INTEGER)")
-    c.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H200', 132, 150109208576, 4800000000000, "
-              "1980000000, 9, 0, 0)")
+    c.execute(
+        "CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, totalMemory INTEGER, "
+        "memoryBandwidth INTEGER, clockRate INTEGER, computeMajor INTEGER, computeMinor INTEGER, cuDevice INTEGER)"
+    )
+    c.execute(
+        "INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H200', 132, 150109208576, 4800000000000, "
+        "1980000000, 9, 0, 0)"
+    )
     c.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
         deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,
         correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL,
@@ -177,10 +191,14 @@ def write_synthetic_sqlite(path: str, recipe: str) -> None:
     pid = 4242 << 24
     for i, (name, short, api, start, dur, lt) in enumerate(_kernels(recipe), 1):
         api_name = "cuLaunchKernelEx_v11060" if short.startswith("nvjet") else "cudaLaunchKernel_v7000"
-        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, ?, ?, 0, NULL)",
-                  (api, api + 4_000, gtid, i, sid(api_name)))
-        c.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 1, NULL, 7, ?, ?, ?, ?, NULL, ?, 0, 32, "
-                  "132, 1, 1, 256, 1, 1, 0, 0, 0, 0, ?, 0, NULL, NULL)",
-                  (start, start + dur, i, pid, sid(name), sid(short), lt, i))
+        c.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, ?, ?, 0, NULL)",
+            (api, api + 4_000, gtid, i, sid(api_name)),
+        )
+        c.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 1, NULL, 7, ?, ?, ?, ?, NULL, ?, 0, 32, "
+            "132, 1, 1, 256, 1, 1, 0, 0, 0, 0, ?, 0, NULL, NULL)",
+            (start, start + dur, i, pid, sid(name), sid(short), lt, i),
+        )
     db.commit()
     db.close()

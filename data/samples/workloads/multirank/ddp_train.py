@@ -30,7 +30,7 @@ PROFILER_WARMUP = 2
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["plain", "nsys", "torch"], default="plain")
-    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--slow-rank", type=int, default=-1)
     ap.add_argument("--slow-ms", type=float, default=0.0)
     ap.add_argument("--trace", default="ddp_rank{rank}.json.gz")

@@ -1,0 +1,274 @@
+"""Timeline diagnosis: synthetic timelines built in code, the corpus, and the real H200 samples."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kprof import thresholds as th
+from kprof.api import diagnose
+from kprof.diagnose.timeline import METRICS, diagnose_timeline, timeline_metrics
+from kprof.io import load
+from kprof.io.nsys import cached_export_path
+from kprof.model import Bottleneck, Verdict
+from kprof.timeline_model import ApiTable, CopyTable, GraphTable, KernelTable, Timeline
+from tests.conftest import manifest_entries
+
+US = 1_000
+
+
+def tl_from(kernels, api, copies=(), names=("void k(float*)",), source="t.sqlite", grid=None, launch_type=None,
+            graphs=(), command="python3 train.py --fast") -> Timeline:
+    """kernels: (start, end, corr, name_index); api: (start, end, corr, api_name); copies: (start, end, corr, dir, bytes, host_kind)."""
+    k = np.array(kernels, np.int64).reshape(-1, 4)
+    api_names = sorted({a[3] for a in api})
+    a = np.array([(s, e, c, api_names.index(n)) for s, e, c, n in api], np.int64).reshape(-1, 4)
+    c = np.array(copies, np.int64).reshape(-1, 6)
+    g = np.array(graphs, np.int64).reshape(-1, 3)
+    return Timeline(
+        source=source, format="nsys", command=command,
+        kernels=KernelTable(start_ns=k[:, 0], end_ns=k[:, 1], correlation=k[:, 2], name_id=k[:, 3].astype(np.int32),
+                            device=np.zeros(len(k), np.int16), stream=np.full(len(k), 7, np.int32), names=tuple(names),
+                            grid=grid, block=None if grid is None else np.ones_like(grid), launch_type=launch_type),
+        api=ApiTable(start_ns=a[:, 0], end_ns=a[:, 1], correlation=a[:, 2], name_id=a[:, 3].astype(np.int32),
+                     thread=np.zeros(len(a), np.int32), names=tuple(api_names),
+                     category=ApiTable.categories_for(api_names, a[:, 3].astype(np.int32))),
+        copies=CopyTable(start_ns=c[:, 0], end_ns=c[:, 1], correlation=c[:, 2], direction=c[:, 3].astype(np.int8),
+                         bytes=c[:, 4], src_kind=np.where(c[:, 3] == 1, c[:, 5], 2).astype(np.int8),
+                         dst_kind=np.where(c[:, 3] == 2, c[:, 5], 2).astype(np.int8),
+                         device=np.zeros(len(c), np.int16), stream=np.full(len(c), 7, np.int32)),
+        graphs=GraphTable(start_ns=g[:, 0], end_ns=g[:, 1], correlation=g[:, 2], device=np.zeros(len(g), np.int16),
+                          stream=np.full(len(g), 7, np.int32), graph_id=np.ones(len(g), np.int64)),
+    )
+
+
+def launch_bound(n: int = 300, period: int = 10 * US, kdur: int = 1 * US, names=("void k(float*)",), **kw) -> Timeline:
+    kernels, api = [], []
+    for i in range(n):
+        t = i * period
+        api.append((t, t + 4 * US, i + 1, "cudaLaunchKernel_v7000"))
+        kernels.append((t + 5 * US, t + 5 * US + kdur, i + 1, i % len(names)))
+    return tl_from(kernels, api, names=names, **kw)
+
+
+def sync_loop(iters: int = 30) -> Timeline:
+    kernels, api = [], []
+    t, corr = 0, 1
+    for _ in range(iters):
+        start = t
+        for j in range(4):  # launched back to back; the GPU runs them after the host has moved on
+            api.append((t, t + 3 * US, corr, "cudaLaunchKernel_v7000"))
+            kernels.append((start + 4 * US + j * 20 * US, start + 4 * US + (j + 1) * 20 * US, corr, 0))
+            t += 3 * US
+            corr += 1
+        gpu_end = start + 4 * US + 80 * US
+        api.append((t, gpu_end + 500, corr, "cudaStreamSynchronize_v3020"))  # blocks until the GPU is done
+        corr += 1
+        t = gpu_end + 500 + 60 * US  # host work after the sync (Python), GPU idle
+    return tl_from(kernels, api)
+
+
+def test_host_launch_bound() -> None:
+    d = diagnose_timeline(launch_bound())[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND and d.verdict is Verdict.FIX
+    busy = next(e for e in d.evidence if e.metric == "gpu_busy_fraction")
+    assert busy.value == pytest.approx(10.0, abs=0.5)  # 1 us of work every 10 us
+    assert "CUDA graph" in d.fix and d.next_step and 2 <= len(d.evidence) <= 3
+
+
+def test_sync_bound() -> None:
+    d = diagnose_timeline(sync_loop())[0]
+    assert d.bottleneck is Bottleneck.SYNC_BOUND and d.verdict is Verdict.FIX
+    syncs = next(e for e in d.evidence if e.metric == "sync_count")
+    assert syncs.value == 30
+    assert any(x.metric == "sync_count" and x.direction.value == "down" for x in d.expect)
+
+
+def test_transfer_bound_pageable() -> None:
+    kernels, api, copies = [], [], []
+    for i in range(5):
+        t = i * 6_000 * US
+        api.append((t, t + 5_000 * US, 2 * i + 1, "cudaMemcpyAsync_v3020"))
+        copies.append((t + 10 * US, t + 4_990 * US, 2 * i + 1, 1, 64 << 20, 0))  # pageable H2D
+        api.append((t + 5_010 * US, t + 5_015 * US, 2 * i + 2, "cudaLaunchKernel_v7000"))
+        kernels.append((t + 5_020 * US, t + 5_100 * US, 2 * i + 2, 0))
+    d = diagnose_timeline(tl_from(kernels, api, copies))[0]
+    assert d.bottleneck is Bottleneck.TRANSFER_BOUND
+    assert any(e.metric == "pageable_copy_bytes" and e.value == 5 * (64 << 20) for e in d.evidence)
+    assert "pin" in d.fix
+
+
+def test_gpu_bound_names_top_kernels_with_ncu_commands() -> None:
+    kernels, api = [], []
+    for i in range(100):
+        api.append((i * 2 * US, i * 2 * US + US, i + 1, "cuLaunchKernelEx"))
+        dur = 300 * US if i % 2 == 0 else 100 * US
+        start = kernels[-1][1] if kernels else 10 * US
+        kernels.append((start, start + dur, i + 1, i % 2))
+    grid = np.tile(np.array([[264, 1, 1], [7, 1, 1]], np.int32), (50, 1))
+    tl = tl_from(kernels, api, names=("void big_gemm<4>(float*)", "void small(int)"), grid=grid)
+    tl = dataclasses.replace(tl, gpus=(dataclasses.replace(_gpu(), sm_count=132),))
+    d = diagnose_timeline(tl)[0]
+    assert d.bottleneck is Bottleneck.GPU_BOUND and d.verdict is Verdict.HEALTHY
+    assert "big_gemm" in d.headline and "75%" in d.headline
+    assert "ncu --set full" in d.next_step and "-k 'regex:^big_gemm$'" in d.next_step
+    assert "--launch-count 1" in d.next_step and "--launch-skip 1" in d.next_step
+    assert "python3 train.py --fast" in d.next_step
+    # 264 blocks = 2 x 132 SMs: persistent-looking, so application replay
+    first_cmd = d.next_step.split("|")[0]
+    assert "--replay-mode application" in first_cmd
+
+
+def _gpu():
+    from kprof.timeline_model import GpuInfo
+
+    return GpuInfo(device=0, name="NVIDIA H200")
+
+
+def test_cooperative_launch_gets_application_replay() -> None:
+    kernels = [(10 * US + i * 100 * US, 10 * US + (i + 1) * 100 * US, i + 1, 0) for i in range(20)]
+    api = [(i * US, i * US + 500, i + 1, "cudaLaunchCooperativeKernel_v9000") for i in range(20)]
+    d = diagnose_timeline(tl_from(kernels, api, launch_type=np.full(20, 2, np.int8)))[0]
+    assert d.bottleneck is Bottleneck.GPU_BOUND and "--replay-mode application" in d.next_step
+
+
+def test_graph_traced_whole_counts_as_busy() -> None:
+    graphs = [(10 * US + i * 200 * US, 10 * US + (i + 1) * 200 * US, i + 1) for i in range(10)]
+    api = [(i * 3 * US, i * 3 * US + 2 * US, i + 1, "cudaGraphLaunch_v10000") for i in range(10)]
+    d = diagnose_timeline(tl_from([], api, graphs=graphs))[0]
+    assert d.bottleneck is Bottleneck.GPU_BOUND
+    assert "CUDA-graph" in d.headline
+
+
+def test_startup_bound() -> None:
+    base = launch_bound(n=50)
+    api = [(-500_000 * US, -1 * US, 0, "cuLibraryLoadData")]
+    api += [(int(s), int(e), int(c), base.api.names[int(n)]) for s, e, c, n in
+            zip(base.api.start_ns, base.api.end_ns, base.api.correlation, base.api.name_id, strict=True)]
+    kernels = list(zip(base.kernels.start_ns.tolist(), base.kernels.end_ns.tolist(),
+                       base.kernels.correlation.tolist(), base.kernels.name_id.tolist(), strict=True))
+    ds = diagnose_timeline(tl_from(kernels, api))
+    assert ds[0].bottleneck is Bottleneck.STARTUP_BOUND
+    assert ds[1].bottleneck is Bottleneck.HOST_LAUNCH_BOUND  # the steady state, second
+    assert "capture-range" in ds[0].next_step
+
+
+def test_no_gpu_work_is_an_honest_inconclusive() -> None:
+    d = diagnose_timeline(Timeline(source="x.sqlite", format="nsys", has_host_trace=False))[0]
+    assert d.verdict is Verdict.INCONCLUSIVE and d.bottleneck is None
+    assert "nsys profile -t cuda" in d.next_step
+
+
+def test_rules_ignore_kernel_and_file_names() -> None:
+    a = diagnose_timeline(launch_bound(names=("void k(float*)",), source="host_launch_bound.sqlite"))[0]
+    b = diagnose_timeline(launch_bound(names=("void gemm_gpu_bound(float*)",), source="gpu_bound.sqlite"))[0]
+    assert a.bottleneck is b.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    assert [e.value for e in a.evidence] == [e.value for e in b.evidence]
+
+
+def test_expect_metrics_are_measurable_on_a_timeline() -> None:
+    for tl in (launch_bound(), sync_loop()):
+        d = diagnose_timeline(tl)[0]
+        m = timeline_metrics(tl)
+        for x in d.expect:
+            assert x.metric in METRICS and x.metric in m
+            if x.value_now is not None:
+                assert m[x.metric] == pytest.approx(x.value_now, rel=1e-3)
+
+
+def test_microsecond_gaps_matter() -> None:
+    # 1 us kernels every 3 us: no millisecond threshold would see these gaps
+    d = diagnose_timeline(launch_bound(period=3 * US, kdur=1 * US))[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    assert timeline_metrics(launch_bound(period=3 * US, kdur=US))["gpu_busy_fraction"] == pytest.approx(1 / 3, abs=0.02)
+
+
+# ----------------------------------------------------------------------------- corpus
+
+CORPUS_EXPECT = {
+    "pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite": ("transfer_bound", "fix"),
+    "pipit/perlmutter-cloverleaf-cuda.sqlite": ("host_launch_bound", "fix"),
+    "kineto/resnet50_num_workers_0.worker0.pt.trace.json.gz": ("host_launch_bound", "fix"),
+    "HolisticTraceAnalysis/cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz": (None, "inconclusive"),
+    "HolisticTraceAnalysis/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": ("gpu_bound", "healthy"),
+    "HolisticTraceAnalysis/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz":
+        ("startup_bound", "fix"),
+    "HolisticTraceAnalysis/triton_example__triton_example.json.gz": (None, "inconclusive"),
+}
+
+
+def corpus_files() -> list[str]:
+    from tests.conftest import CORPUS
+
+    if not CORPUS.is_dir():
+        return []
+    return sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*") if p.name.endswith((".sqlite", ".json.gz")))
+
+
+@pytest.mark.parametrize("rel", corpus_files() or ["(corpus absent)"])
+def test_corpus_file_gets_a_diagnosis(corpus_dir: Path, rel: str) -> None:
+    ds = diagnose(corpus_dir / rel)
+    assert ds and ds[0].headline and ds[0].evidence
+    for d in ds:
+        if d.verdict is Verdict.INCONCLUSIVE:
+            assert d.next_step
+    if rel in CORPUS_EXPECT:
+        b, v = CORPUS_EXPECT[rel]
+        assert (ds[0].bottleneck.value if ds[0].bottleneck else None, ds[0].verdict.value) == (b, v)
+
+
+# ----------------------------------------------------------------------------- real H200 samples
+
+# Samples whose numbers do not show what the manifest says (reported, not tuned away): the regenerated
+# sync_bound capture has the GPU busy 83% (nsys) / 89% (Kineto) of the steady state, with 95% of GPU time
+# in one FP32 GEMM; the syncs do drain the queue (99% of the idle time follows a sync), but removing them
+# could win at most 1.12-1.2x. kprof says gpu_bound with a sync_bound finding.
+KNOWN_DISAGREEMENTS = {
+    "timeline/sync_bound.nsys-rep": "GPU busy 83% >= 80%: gpu_bound with a sync_bound finding",
+    "timeline/sync_bound.sqlite": "GPU busy 83% >= 80%: gpu_bound with a sync_bound finding",
+    "timeline/sync_bound.json.gz": "GPU busy 89% >= 80%: gpu_bound with a sync_bound finding",
+}
+
+TIMELINE_ENTRIES = [e for e in manifest_entries("") if e.get("kind") in ("nsys-sqlite", "nsys-rep", "kineto")]
+
+
+@pytest.mark.parametrize("entry", TIMELINE_ENTRIES or [None], ids=lambda e: e["file"] if e else "no-manifest")
+def test_sample_diagnosed_as_manifest_says(entry: dict | None, samples_dir: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    if entry is None:
+        pytest.skip("the manifest lists no timeline samples")
+    path = samples_dir / entry["file"]
+    if entry["kind"] == "nsys-rep" and shutil.which("nsys") is None:
+        # no nsys here: seed the export cache with the sibling export, as `nsys export` would have made it
+        sibling = path.with_suffix(".sqlite")
+        if not sibling.exists():
+            pytest.skip(f"nsys not on PATH and no {sibling.name} beside the report")
+        monkeypatch.setenv("KPROF_CACHE_DIR", str(tmp_path))
+        tmp_path.mkdir(exist_ok=True)
+        shutil.copy(sibling, cached_export_path(path))
+    d = diagnose(path)[0]
+    shows = entry["shows"]
+    if entry["file"] in KNOWN_DISAGREEMENTS and (d.bottleneck.value if d.bottleneck else None) != shows["bottleneck"]:
+        assert any(f.bottleneck.value == shows["bottleneck"] for f in d.findings), d.findings
+        pytest.xfail(f"sample disagrees with its manifest: {KNOWN_DISAGREEMENTS[entry['file']]}")
+    assert (d.bottleneck.value if d.bottleneck else None) == shows["bottleneck"], d.headline
+    assert d.verdict.value == shows["verdict"], d.headline
+
+
+def test_clock_slack_covers_the_samples_sync_returns(samples_dir: Path) -> None:
+    """How long after the GPU's last op a blocking sync returns, on the H200 (CLOCK_ALIGNMENT_SLACK_NS's source)."""
+    p = samples_dir / "timeline" / "sync_bound.sqlite"
+    if not p.exists():
+        pytest.skip("sync_bound.sqlite not generated")
+    tl = load(p)
+    sync = tl.api.category == 2
+    ends = tl.api.end_ns[sync]
+    gpu_end = np.sort(np.concatenate([tl.kernels.end_ns, tl.copies.end_ns, tl.memsets.end_ns]))
+    i = np.searchsorted(gpu_end, ends, side="right") - 1
+    lag = ends[i >= 0] - gpu_end[i[i >= 0]]
+    assert np.median(lag) >= 0  # a sync returns after the work it waited for
+    assert np.median(lag) < 50 * th.CLOCK_ALIGNMENT_SLACK_NS
