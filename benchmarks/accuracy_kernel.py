@@ -95,7 +95,9 @@ def corpus_rows(corpus: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=Path, default=REPO / "data" / "samples")
-    ap.add_argument("--corpus", type=Path, default=None, help="also list the third-party corpus (../shared/corpus)")
+    ap.add_argument(
+        "--corpus", type=Path, default=None, help="also list the third-party corpus (../shared/corpus)"
+    )
     args = ap.parse_args(argv)
     rows, bad = sample_rows(args.samples)
     print("\n".join(rows))

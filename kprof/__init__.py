@@ -9,6 +9,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+# Import the subpackage kprof.diagnose before binding the function of the same name: the import
+# system sets the package attribute only on a subpackage's first import, so the function stays
+# kprof.diagnose after kprof.diagnose.timeline & co. are imported later.
+import kprof.diagnose as _diagnose_pkg  # noqa: F401  (see above)
 from kprof.api import diagnose, diagnose_many
 from kprof.errors import KprofError, KprofInputError, MissingToolError
 from kprof.io import load

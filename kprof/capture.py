@@ -66,6 +66,7 @@ EXIT_OK = 0
 
 ERR_NVGPUCTRPERM = "ERR_NVGPUCTRPERM"
 NO_KERNELS_PROFILED = "No kernels were profiled"
+APP_RETURNED_ERROR = "The application returned an error code"
 
 
 # ----------------------------------------------------------------------------- errors
@@ -186,33 +187,37 @@ def run_tool(argv: Sequence[str], *, echo: IO[str] | None = None, cwd: str | Non
     """Run ``argv`` (no shell), stream its merged stdout/stderr to ``echo`` (stderr) line by line.
 
     The profiled program's own output goes through here too, so kprof's stdout stays clean
-    for the diagnosis. Lines marked ``==ERROR==``/``==WARNING==`` are always kept; otherwise
-    the last :data:`OUTPUT_TAIL_LINES` lines are.
+    for the diagnosis. Progress bars that redraw with a carriage return (nsys's
+    ``Processing N events: [==  ]``) are passed through to a terminal and dropped otherwise,
+    so a log gets one line per message, not a hundred per bar. Lines marked
+    ``==ERROR==``/``==WARNING==`` are always kept; otherwise the last :data:`OUTPUT_TAIL_LINES` are.
     """
+    import io
+
     out = echo or sys.stderr
+    tty = bool(getattr(out, "isatty", lambda: False)())
     kept: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
     marked: list[str] = []
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            bufsize=1,
-            cwd=cwd,
-        )
+        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
     except FileNotFoundError as exc:
         raise MissingToolError(f"{argv[0]} could not be started: {exc.strerror}") from exc
     except PermissionError as exc:
         raise CaptureError(f"{argv[0]} is not executable ({exc.strerror}); check its permissions") from exc
     assert proc.stdout is not None
+    # newline="": lines end at \n, \r\n or \r, and keep their ending, so \r-redrawn bars can be told apart
+    reader = io.TextIOWrapper(proc.stdout, encoding="utf-8", errors="replace", newline="")
     try:
-        for line in proc.stdout:
-            out.write(line)
+        for chunk in reader:
+            if chunk.endswith("\r"):  # a progress bar redrawing itself
+                if tty:
+                    out.write(chunk)
+                    out.flush()
+                continue
+            out.write(chunk if chunk.endswith("\n") else chunk + "\n")
             out.flush()
-            line = line.rstrip("\n")
+            line = chunk.rstrip("\r\n")
             if line.lstrip().startswith(("==ERROR==", "==WARNING==")):
                 marked.append(line)
             kept.append(line)
@@ -225,7 +230,8 @@ def run_tool(argv: Sequence[str], *, echo: IO[str] | None = None, cwd: str | Non
             proc.kill()
         raise
     lines = list(kept)
-    extra = [m for m in marked if m not in set(lines)]
+    seen = set(lines)
+    extra = [m for m in marked if m not in seen]
     return ToolRun(
         argv=tuple(argv), returncode=rc, output=tuple(extra + lines), seconds=time.monotonic() - t0
     )
@@ -636,6 +642,9 @@ def capture_ncu(
     have_rep = os.path.isfile(rep) and os.path.getsize(rep) > 0
     if run.has(ERR_NVGPUCTRPERM):
         raise CounterPermissionError(counter_permission_message())
+    # "==ERROR== The application returned an error code (3)." (ncu 2025.3 exits with the program's status)
+    if run.has(APP_RETURNED_ERROR) or (run.returncode != 0 and not run.lines_with("==ERROR==")):
+        raise _program_failed("ncu", run, cmd, kept=[rep] if have_rep else [])
     if run.has(NO_KERNELS_PROFILED) or (run.returncode == 0 and not have_rep):
         skip = (
             f" after skipping {launch_skip} matching launches (--launch-skip {launch_skip})"
@@ -643,7 +652,11 @@ def capture_ncu(
             else ""
         )
         names = ""
-        if timeline_names:
+        available = _available_kernels(run)
+        if available:
+            shown = ", ".join(f"`{n}`" for n in available[:8]) + (" ..." if len(available) > 8 else "")
+            names = f" The program launched: {shown}."
+        elif timeline_names:
             shown = ", ".join(f"`{n}`" for n in list(dict.fromkeys(timeline_names))[:6])
             names = f" The timeline's kernels by GPU time: {shown}."
         range_hint = (
@@ -662,13 +675,27 @@ def capture_ncu(
         )
     if run.returncode != 0:
         errors = run.lines_with("==ERROR==")
-        if errors:
-            raise CaptureError(
-                f"ncu failed (exit status {run.returncode}): {' | '.join(errors[-3:])}. See the ncu output above; "
-                "for a cooperative or persistent kernel, pass --replay-mode application."
-            )
-        raise _program_failed("ncu", run, cmd, kept=[rep] if have_rep else [])
+        raise CaptureError(
+            f"ncu failed (exit status {run.returncode}): {' | '.join(errors[-3:])}. See the ncu output above; "
+            "for a cooperative or persistent kernel, pass --replay-mode application."
+        )
     return rep
+
+
+def _available_kernels(run: ToolRun) -> list[str]:
+    """The names ncu lists after "No kernels were profiled." (``Available Kernels:`` then ``1. name``)."""
+    out: list[str] = []
+    listing = False
+    for line in run.output:
+        if line.strip().startswith("Available Kernels:"):
+            listing = True
+            continue
+        if listing:
+            m = re.match(r"^\s*\d+\.\s+(\S.*)$", line)
+            if not m:
+                break
+            out.append(m.group(1).strip())
+    return out
 
 
 # ----------------------------------------------------------------------------- loading and diagnosing
@@ -713,11 +740,78 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
     return diagnose(tl)
 
 
-def diagnose_kernel_report(rep: str, tl: Timeline | None) -> list[Diagnosis]:
+_CHILD = "import sys; from kprof.capture import _diagnose_child; sys.exit(_diagnose_child(sys.argv[1:]))"
+_NCU_REPORT_FROM = "kprof-ncu-report-module: "
+
+
+def _diagnose_child(argv: Sequence[str]) -> int:
+    """In the child process: diagnose ``argv[0]`` (an .ncu-rep) with the timeline ``argv[1]``; JSON on stdout."""
     from kprof.api import diagnose
 
-    _ensure_ncu_report()
-    return diagnose(rep, timeline=tl)
+    rep, tl = argv[0], (argv[1] if len(argv) > 1 and argv[1] else None)
+    try:
+        _ensure_ncu_report()
+        import ncu_report
+
+        print(_NCU_REPORT_FROM + str(getattr(ncu_report, "__file__", "?")), file=sys.stderr, flush=True)
+    except ImportError:
+        pass
+    try:
+        diags = diagnose(rep, timeline=tl)
+    except MissingToolError as exc:
+        print(str(exc), file=sys.stderr)
+        return 4
+    except KprofError as exc:
+        print(str(exc), file=sys.stderr)
+        return 3
+    json.dump({"diagnoses": [d.to_dict() for d in diags]}, sys.stdout)
+    return 0
+
+
+def diagnose_kernel_report(rep: str, timeline: str | None) -> list[Diagnosis]:
+    """The kernel diagnosis of ``rep``, with durations from the ``timeline`` file, run in a child process.
+
+    NVIDIA's ``ncu_report`` is a native module: a crash inside it (seen on the H200 machine with the copy
+    that ships in Nsight Compute's extras/python) must not take the capture's other results with it.
+    """
+    import signal
+
+    pkg_root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONFAULTHANDLER"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, rep, timeline or ""],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if proc.returncode == 0:
+        return [Diagnosis.from_dict(d) for d in json.loads(proc.stdout)["diagnoses"]]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    module = next((ln[len(_NCU_REPORT_FROM) :] for ln in lines if ln.startswith(_NCU_REPORT_FROM)), None)
+    lines = [ln for ln in lines if not ln.startswith(_NCU_REPORT_FROM)]
+    if proc.returncode == 4:
+        raise MissingToolError(lines[-1] if lines else "the ncu_report module is missing")
+    if proc.returncode == 3:
+        raise CaptureError(lines[-1] if lines else f"{rep} could not be diagnosed")
+    if proc.returncode < 0:
+        try:
+            why = signal.Signals(-proc.returncode).name
+        except ValueError:
+            why = f"signal {-proc.returncode}"
+        where = f"NVIDIA's ncu_report module ({module})" if module else "the kernel diagnosis"
+        where_frames = [ln.strip() for ln in lines if ln.strip().startswith("File ")][:2]
+        frames = f" (innermost: {' / '.join(where_frames)})" if where_frames else ""
+        raise CaptureError(
+            f"the kernel diagnosis of {rep} crashed ({why}) in {where}{frames}. The report itself is kept; "
+            "diagnose it where `pip install ncu-report` works: `kprof diagnose " + shlex.quote(rep) + "`."
+        )
+    raise CaptureError(
+        f"the kernel diagnosis of {rep} failed (exit status {proc.returncode}): "
+        f"{' | '.join(lines[-3:]) or 'no output'}; rerun with KPROF_DEBUG=1 and report it"
+    )
 
 
 WHY_NO_NCU: dict[Bottleneck | None, str] = {
@@ -756,7 +850,11 @@ def why_no_ncu(d: Diagnosis) -> str:
 # ----------------------------------------------------------------------------- the session
 @dataclass(kw_only=True)
 class Session:
-    """What one ``kprof profile`` run produced (collected, then printed by :func:`cli`)."""
+    """What one ``kprof profile`` run produced.
+
+    With ``stream`` set (text output), each diagnosis is printed as soon as it exists, so the
+    timeline's verdict is on screen while ncu still runs and survives a later failure.
+    """
 
     diagnoses: list[Diagnosis] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -765,6 +863,17 @@ class Session:
     report: str | None = None
     report_command: str | None = None
     status: int = EXIT_OK
+    stream: IO[str] | None = None
+    printed: int = 0
+
+    def add(self, diags: Iterable[Diagnosis]) -> None:
+        self.diagnoses.extend(diags)
+        if self.stream is None:
+            return
+        for d in self.diagnoses[self.printed :]:
+            self.stream.write(("\n" if self.printed else "") + d.to_text().rstrip() + "\n")
+            self.printed += 1
+        self.stream.flush()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -875,7 +984,7 @@ def _static(opts: ProfileOptions, session: Session, *, kernel_regex: str | None,
         raise KprofInputError(
             binary, f"no kernel matches --kernel {kernel_regex!r} (its kernels: {names or 'none'})"
         )
-    session.diagnoses.extend(d if d.file else dataclasses.replace(d, file=binary) for d in diags)
+    session.add(d if d.file else dataclasses.replace(d, file=binary) for d in diags)
     session.notes.append(
         "The kernel findings above come from static SASS (what the compiler emitted, not what ran): their "
         "confidence is capped, and each names the ncu capture that would settle it."
@@ -898,7 +1007,7 @@ def run_nsys_stage(opts: ProfileOptions, session: Session) -> tuple[Timeline, li
     _say(f"timeline: diagnosing {sqlite}")
     tl = load_timeline(sqlite)
     diags = diagnose_timeline(tl)
-    session.diagnoses.extend(diags)
+    session.add(diags)
     return tl, diags
 
 
@@ -932,20 +1041,16 @@ def run_ncu_targets(
             log=session.commands,
         )
         session.files.append(rep)
-        _diagnose_report(rep, tl, session)
+        _diagnose_report(rep, tl.source, session)
 
 
-def _diagnose_report(rep: str, tl: Timeline | None, session: Session) -> None:
-    _say(
-        f"kernel: diagnosing {rep}"
-        + (" (durations from the timeline, not from ncu)" if tl is not None else "")
-    )
+def _diagnose_report(rep: str, timeline: str | None, session: Session) -> None:
+    _say(f"kernel: diagnosing {rep}" + (" (durations from the timeline, not from ncu)" if timeline else ""))
     try:
-        session.diagnoses.extend(diagnose_kernel_report(rep, tl))
-    except MissingToolError as exc:
-        session.notes.append(
-            f"{rep} was captured but not diagnosed here: {exc} Then: kprof diagnose {shlex.quote(rep)}"
-        )
+        session.add(diagnose_kernel_report(rep, timeline))
+    except (MissingToolError, CaptureError) as exc:
+        _say(f"warning: {exc}")
+        session.notes.append(f"{rep} was captured but not diagnosed here: {exc}")
         session.status = 2
 
 
@@ -1019,11 +1124,7 @@ def profile_ncu(opts: ProfileOptions, session: Session) -> Session:
     skip = opts.launch_skip
     replay = opts.replay_mode
     if opts.timeline:
-        tl = (
-            load_timeline(opts.timeline)
-            if not opts.timeline.endswith((".json", ".gz"))
-            else _load_any(opts.timeline)
-        )
+        tl = _load_any(opts.timeline)
         n, coop = matching_launches(tl, opts.kernel)
         if n == 0:
             _say(f"warning: no kernel in {opts.timeline} matches {opts.kernel!r}")
@@ -1056,7 +1157,7 @@ def profile_ncu(opts: ProfileOptions, session: Session) -> Session:
         log=session.commands,
     )
     session.files.append(rep)
-    _diagnose_report(rep, tl, session)
+    _diagnose_report(rep, opts.timeline if tl is not None else None, session)
     _report(opts, session)
     return session
 
@@ -1128,7 +1229,7 @@ def profile_sass(opts: ProfileOptions, session: Session) -> Session:
     for binary in opts.cmd:
         diags, argv = static_analysis(binary, kernel_regex=opts.kernel)
         session.commands.append(shlex.join(argv))
-        session.diagnoses.extend(diags)
+        session.add(diags)
     return session
 
 
@@ -1246,6 +1347,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def print_session(session: Session, opts: ProfileOptions, out: IO[str] | None = None) -> None:
+    """Print what the session has not printed yet: JSON at the end, or the rest of the text."""
     out = out or sys.stdout
     if opts.json:
         json.dump(
@@ -1263,7 +1365,8 @@ def print_session(session: Session, opts: ProfileOptions, out: IO[str] | None = 
         )
         out.write("\n")
         return
-    blocks = [d.to_text() for d in session.diagnoses]
+    blocks = [d.to_text() for d in session.diagnoses[session.printed :]]
+    session.printed = len(session.diagnoses)
     blocks += session.notes
     tail: list[str] = []
     if session.files:
@@ -1274,18 +1377,20 @@ def print_session(session: Session, opts: ProfileOptions, out: IO[str] | None = 
         tail.append(f"Report: {session.report_command}")
     if tail:
         blocks.append("\n".join(tail))
-    out.write("\n\n".join(b.rstrip() for b in blocks if b.strip()) + "\n")
+    text = "\n\n".join(b.rstrip() for b in blocks if b.strip())
+    if text:
+        out.write(("\n" if session.diagnoses else "") + text + "\n")
     out.flush()
 
 
 def cli(args: argparse.Namespace) -> int:
     """Entry point of ``kprof profile`` (called by :mod:`kprof.cli`); KprofErrors propagate (exit 2)."""
     opts = ProfileOptions.from_args(args)
-    session = Session()
+    session = Session(stream=None if opts.json else sys.stdout)
     try:
         RUNNERS[opts.tool](opts, session)
     except KprofError:
-        if session.diagnoses:  # what was diagnosed before the failure is still worth printing
+        if session.diagnoses and opts.json:  # what was diagnosed before the failure is still worth printing
             print_session(session, opts)
         raise
     print_session(session, opts)

@@ -402,7 +402,9 @@ def _timeline_widget(tl: Timeline, gaps: Any, span: tuple[int, int], window: tup
         a, b = slider.value
         out.clear_output(wait=True)
         with out:
-            display(plot_timeline(tl, gaps=gaps, window=(span[0] + int(a * 1e6), span[0] + int(b * 1e6))).figure)
+            display(
+                plot_timeline(tl, gaps=gaps, window=(span[0] + int(a * 1e6), span[0] + int(b * 1e6))).figure
+            )
 
     slider.observe(show, names="value")
     show()
@@ -417,12 +419,14 @@ def template_path(stage: str) -> Path:
     return Path(str(resources.files("kprof").joinpath("templates", TEMPLATES[stage])))
 
 
-def _kernel_manager_class(workdir: Path) -> type:
+def _kernel_manager_class(workdir: Path, log: Path) -> type:
     """A kernel manager that starts ``ipykernel`` with this very interpreter, over IPC sockets in ``workdir``.
 
     The ``python3`` kernel spec found on the Jupyter path may name another Python (a
     ``python`` on PATH without kprof); running ``sys.executable`` avoids that. IPC sockets
     in the run's private directory open no TCP port and cannot collide with a parallel run.
+    The kernel's own stdout/stderr (start-up chatter, warnings) go to ``log``, not to the
+    user's terminal; errors inside cells are in the notebook.
     """
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
@@ -434,6 +438,12 @@ def _kernel_manager_class(workdir: Path) -> type:
             super().__init__(**kwargs)
             self.transport = "ipc"
             self.ip = ipc_prefix
+
+        async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
+            with open(log, "ab") as f:  # the child keeps its own copy of the descriptor
+                kw.setdefault("stdout", f)
+                kw.setdefault("stderr", f)
+                await super().start_kernel(**kw)
 
         @property
         def kernel_spec(self) -> KernelSpec:
@@ -454,6 +464,7 @@ def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> A
     from papermill.exceptions import PapermillExecutionError
 
     out = workdir / TEMPLATES[stage]
+    log = workdir / f"kernel-{stage}.log"
     try:
         return papermill.execute_notebook(
             str(template_path(stage)),
@@ -464,14 +475,16 @@ def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> A
             log_output=False,
             request_save_on_cell_execute=False,
             execution_timeout=CELL_TIMEOUT_S,
-            kernel_manager_class=_kernel_manager_class(workdir),
+            kernel_manager_class=_kernel_manager_class(workdir, log),
             resources={"metadata": {"path": str(workdir)}},
         )
     except PapermillExecutionError as exc:
         msg = " ".join(str(exc.evalue).split())
         if exc.ename in ("KprofInputError", "MissingToolError", "KprofError"):
             raise KprofError(msg) from None
-        raise RuntimeError(f"template {TEMPLATES[stage]} failed in cell {exc.exec_count}: {exc.ename}: {msg}") from None
+        raise RuntimeError(
+            f"template {TEMPLATES[stage]} failed in cell {exc.exec_count}: {exc.ename}: {msg}"
+        ) from None
 
 
 def _collect_diagnoses(nb: Any) -> list[dict[str, Any]]:
@@ -555,7 +568,9 @@ def merge_notebooks(parts: Sequence[tuple[str, Any]], inputs: Inputs, show_code:
     merged = nbformat.v4.new_notebook()
     first = parts[0][1] if parts else None
     if first is not None:
-        merged.metadata.update({k: v for k, v in first.metadata.items() if k in ("kernelspec", "language_info")})
+        merged.metadata.update(
+            {k: v for k, v in first.metadata.items() if k in ("kernelspec", "language_info")}
+        )
     merged.metadata["title"] = "kprof report"
     merged.cells = _header_cells(inputs, diagnoses, [s for s, _ in parts])
     for _stage, nb in parts:
@@ -607,7 +622,9 @@ def _footer(timings: list[tuple[str, float]], total: float) -> Any:
     html = f'<p class="kp-report-footer">Built by kprof in {total:.1f} s ({htmllib.escape(parts)}).</p>'
     cell = nbformat.v4.new_code_cell(source="# kprof report footer")
     cell.outputs = [
-        nbformat.v4.new_output("display_data", data={"text/plain": f"built in {total:.1f} s", "text/html": html})
+        nbformat.v4.new_output(
+            "display_data", data={"text/plain": f"built in {total:.1f} s", "text/html": html}
+        )
     ]
     return cell
 
@@ -670,7 +687,9 @@ def build_report(
             print(f"kprof report: {msg}", file=log, flush=True)
 
     n_in = len(inputs.timelines) + len(inputs.kernels)
-    say(f"{n_in} inputs ({len(inputs.timelines)} timeline, {len(inputs.kernels)} kernel) -> {len(stages)} notebooks")
+    say(
+        f"{n_in} inputs ({len(inputs.timelines)} timeline, {len(inputs.kernels)} kernel) -> {len(stages)} notebooks"
+    )
     parts: list[tuple[str, Any]] = []
     timings: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:

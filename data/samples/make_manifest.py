@@ -98,9 +98,11 @@ TIMELINE_SAMPLES = [
      "kernels (~1 us each) per step dispatched one Python call at a time, so the GPU is busy only ~6% of the "
      "captured steady state and idles between launches.", None, None),
     ("sync_bound", f"{T}/sync_bound.py", "sync_bound", "fix",
-     "16 iterations per step of a 2048^3 FP32 matmul + tanh + mean followed by .item(): the host spends ~2/3 "
-     "of the capture blocked in cudaStreamSynchronize (96 calls) and the GPU idles after every sync while "
-     "Python dispatches the next kernels (GPU busy ~82%).", None, None),
+     "32 iterations per step of one 1024^3 FP32 matmul (~45 us on the GPU) followed by y[0, 0].item(): a "
+     "4-byte device-to-host copy and a blocking sync after every kernel. The host is blocked in the sync for "
+     "most of each iteration and the GPU idles after every sync while Python launches the next matmul (GPU "
+     "busy ~60% in the nsys capture, 99% of the idle time right after a sync); without the read-back the "
+     "host (~10 us per launch) would stay ahead of the GPU.", None, None),
     ("transfer_bound", f"{T}/transfer_bound.py", "transfer_bound", "fix",
      "Each step copies two 32 MB pageable (not pinned) CPU tensors to the GPU with .to('cuda') and does a few "
      "microseconds of compute on them: pageable H2D memcpys at ~6.6 GB/s take ~92% of the capture, kernels "

@@ -101,6 +101,10 @@ _STALL_PATTERNS = (
 )
 _PCSAMP_STALL = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)$")
 _NOT_STALLS = {"selected", "not_selected", "sleeping"}
+GLOBAL_STALLS = ("long_scoreboard", "lg_throttle", "drain")
+"""Stall reasons that global/local memory traffic causes (waiting on L1TEX results, a full LSU queue)."""
+SHARED_STALLS = ("short_scoreboard", "mio_throttle")
+"""Stall reasons that shared-memory traffic causes (waiting on MIO results, a full MIO queue)."""
 LATENCY_STALLS = {"long_scoreboard", "short_scoreboard", "wait", "lg_throttle", "drain", "membar", "imc_miss"}
 
 # Derived names for expectations (documented; computed by metric_value()).
@@ -154,8 +158,9 @@ program's own work (FLOPs, bytes that must cross the memory bus); caches carry t
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _pct(x: float | None) -> float | None:
-    return None if x is None else round(100.0 * x, 1)
+def _cap(text: str) -> str:
+    """First letter upper case, the rest untouched (``str.capitalize`` would turn "L2" into "l2")."""
+    return text[:1].upper() + text[1:]
 
 
 def _fmt_ns(ns: float) -> str:
@@ -164,13 +169,6 @@ def _fmt_ns(ns: float) -> str:
     if ns >= 1e3:
         return f"{ns / 1e3:.3g} µs"
     return f"{ns:.0f} ns"
-
-
-def _rate(x: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
 
 
 def _sum_present(k: KernelLaunch, names: Iterable[str]) -> float | None:
@@ -470,11 +468,22 @@ def _time_expectation(f: _Facts, savings: float) -> Expectation | None:
     )
 
 
-def _scale_to_limiter(f: _Facts, unit_util: float) -> float:
-    """How much of a unit's waste shows in the kernel's time: all of it when the unit is the busiest."""
-    if f.u_max <= 0:
-        return 1.0
-    return max(0.0, min(1.0, unit_util / f.u_max))
+def _scale_to_limiter(f: _Facts, unit_util: float, stalls: tuple[str, ...] = ()) -> float:
+    """How much of a unit's waste shows in the kernel's time.
+
+    A unit at its roof (>= the healthy fraction) sets the pace: its waste is time, in proportion to how
+    busy it is next to the busiest unit. Below that, the kernel waits rather than streams, and the waste
+    costs the share of warp stall cycles spent on that unit (``stalls``: the reasons it causes), when the
+    report has the stall breakdown.
+    """
+    by_util = 1.0 if f.u_max <= 0 else max(0.0, min(1.0, unit_util / f.u_max))
+    if not stalls or unit_util >= th.HEALTHY_FRACTION_OF_PEAK:
+        return by_util
+    reasons = stall_reasons(f.k)
+    total = sum(reasons.values())
+    if total <= 0:
+        return by_util
+    return min(by_util, sum(reasons.get(r, 0.0) for r in stalls) / total)
 
 
 def _uncoalesced(f: _Facts) -> _Mech | None:
@@ -511,7 +520,7 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
     if not (worst_ld or worst_st):
         return None
     mem_unit, mem_util = f.mem_max()
-    savings = waste * _scale_to_limiter(f, mem_util)
+    savings = waste * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
     which = (
         "loads"
         if (worst_ld and (not worst_st or (spr_ld or 0) / ideal_ld >= (spr_st or 0) / ideal_st))
@@ -593,9 +602,17 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
 # total ...)"). That measurement, not the rule's verdict or its speedup estimate, is used: kprof still
 # decides whether the waste explains the gap (the inflated unit must be the busy one), at lower confidence.
 _RULE_WASTE = {
-    "UncoalescedGlobalAccess": (re.compile(r"\(([\d.]+)% of the total"), B.UNCOALESCED_GLOBAL_ACCESS, MEMORY_UNITS),
+    "UncoalescedGlobalAccess": (
+        re.compile(r"\(([\d.]+)% of the total"),
+        B.UNCOALESCED_GLOBAL_ACCESS,
+        MEMORY_UNITS,
+    ),
     "UncoalescedSharedAccess": (re.compile(r"\(([\d.]+)% of the total"), B.SHARED_BANK_CONFLICTS, ("l1",)),
-    "SharedMemoryConflicts": (re.compile(r"represent ([\d.]+)% of the overall"), B.SHARED_BANK_CONFLICTS, ("l1",)),
+    "SharedMemoryConflicts": (
+        re.compile(r"represent ([\d.]+)% of the overall"),
+        B.SHARED_BANK_CONFLICTS,
+        ("l1",),
+    ),
 }
 
 
@@ -634,15 +651,21 @@ def _from_ncu_rule(f: _Facts, rule_name: str) -> _Mech | None:
     t = _time_expectation(f, savings)
     if bott is B.UNCOALESCED_GLOBAL_ACCESS:
         head = f"Uncoalesced global access: {100 * waste:.0f}% of the global memory sectors carry no requested data"
-        mech = ("Neighbouring lanes of a warp access scattered addresses, so each warp-wide access touches many "
-                "32-byte sectors and the memory system moves whole sectors for a few useful bytes each.")
-        fix = ("Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles, change "
-               "the data layout (structure of arrays), or stage the tile through shared memory.")
+        mech = (
+            "Neighbouring lanes of a warp access scattered addresses, so each warp-wide access touches many "
+            "32-byte sectors and the memory system moves whole sectors for a few useful bytes each."
+        )
+        fix = (
+            "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles, change "
+            "the data layout (structure of arrays), or stage the tile through shared memory."
+        )
         exp_metric, label = "derived:global_sectors_per_request", "global sectors per request"
     else:
         head = f"Shared-memory bank conflicts: {100 * waste:.0f}% of the shared-memory wavefronts are replays"
-        mech = ("Several lanes of a warp address different words in the same bank (typically a column of a "
-                "row-major tile), so each access is split into one wavefront per conflicting word.")
+        mech = (
+            "Several lanes of a warp address different words in the same bank (typically a column of a "
+            "row-major tile), so each access is split into one wavefront per conflicting word."
+        )
         fix = "Pad the shared array by one word per row (e.g. tile[32][33]) or swizzle the index."
         exp_metric, label = "derived:shared_wavefronts_per_request", "shared-memory wavefronts per request"
     exp = [Expectation(metric=exp_metric, direction=Direction.DOWN, label=label)]
@@ -697,7 +720,7 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
     total_wf = k.value(L1_WAVEFRONTS)
     shared_share = min(1.0, actual / total_wf) if total_wf else 1.0
     l1 = f.util.get("l1", 0.0)
-    savings = waste * shared_share * _scale_to_limiter(f, l1)
+    savings = waste * shared_share * _scale_to_limiter(f, l1, SHARED_STALLS)
     which = "loads" if bad_ld and (not bad_st or (wpr_ld or 0) / i_ld >= (wpr_st or 0) / i_st) else "stores"
     wpr, idl = (wpr_ld, i_ld) if which == "loads" else (wpr_st, i_st)
     conflicts = k.value(SLD_CONFLICTS if which == "loads" else SST_CONFLICTS)
@@ -784,7 +807,7 @@ def _local_memory(f: _Facts) -> _Mech | None:
             return None
         share = f.sass.share(f.sass.local_loads + f.sass.local_stores)
     _, mem_util = f.mem_max()
-    savings = share * _scale_to_limiter(f, mem_util)
+    savings = share * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
     kind = f.sass.local_kind
     regs = k.registers_per_thread
     if kind == "dynamic_index":
@@ -1519,7 +1542,16 @@ def _missing_command(f: _Facts, needed: Iterable[str]) -> str:
 
 def _inconclusive_no_sol(f: _Facts) -> Diagnosis:
     k = f.k
-    ev: list[Evidence] = []
+    ev: list[Evidence] = [
+        Evidence(
+            name="compute and memory throughput (SpeedOfLight)",
+            value=None,
+            unit="% of peak",
+            reference="missing from the report: the unit that limits the kernel cannot be told",
+            metric="sm__throughput.avg.pct_of_peak_sustained_elapsed, "
+            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+        )
+    ]
     d = f.duration_evidence()
     if d:
         ev.append(d)
@@ -1718,7 +1750,9 @@ def _healthy_dram_stream(f: _Facts, l2: float, stated_threshold: float) -> Diagn
                 label="DRAM bytes moved",
             ),
         ),
-        confidence=Confidence(value=0.75, would_raise="a timeline capture to confirm the kernel's share of the step"),
+        confidence=Confidence(
+            value=0.75, would_raise="a timeline capture to confirm the kernel's share of the step"
+        ),
         next_step="Look at the timeline: the remaining lever is how often this kernel runs and how much data it gets.",
     )
 
@@ -1835,7 +1869,7 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
             "result of its previous instruction."
         )
         fix = (
-            STALL_WORDS[top][1].capitalize() + "."
+            _cap(STALL_WORDS[top][1]) + "."
             if top in STALL_WORDS
             else "Keep more independent work in flight: more resident warps, unrolled independent loads, async copies."
         )
@@ -1853,11 +1887,11 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
     else:
         bott = RESOURCE_OF_UNIT[unit]
         headline = (
-            f"{UNIT_WORDS[unit].capitalize()} bound at {100 * util:.0f}% of peak, short of the "
+            f"{_cap(UNIT_WORDS[unit])} bound at {100 * util:.0f}% of peak, short of the "
             f"{100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% that counts as at the roof."
         )
         mechanism = (
-            f"{UNIT_WORDS[unit].capitalize()} is the busiest unit, but it does not reach its peak and no "
+            f"{_cap(UNIT_WORDS[unit])} is the busiest unit, but it does not reach its peak and no "
             "single mechanism measured here explains the difference."
         )
         fix = {
@@ -1903,7 +1937,7 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
         else:
             why = "the sections that would tell why were not collected"
         head = (
-            f"{UNIT_WORDS[unit].capitalize()} at {100 * util:.0f}% of peak; {why}."
+            f"{_cap(UNIT_WORDS[unit])} at {100 * util:.0f}% of peak; {why}."
             if not latency
             else f"Latency bound (no unit above {100 * util:.0f}% of peak); {why}."
         )
@@ -1991,21 +2025,27 @@ def diagnose_launch(
             waste = max((m.waste for m in found if u in m.inflates), default=0.0)
             useful[u] = f.util[u] * (1.0 - waste)
     u_roof = max(useful.values(), default=0.0)
-    roof_unit = next((u for u in UNIT_PRIORITY if u in useful and useful[u] >= u_roof - 0.05), None)
     wrong_roof = any(m.blocks_healthy for m in found)
     at_roof = [u for u in UNIT_PRIORITY if useful.get(u, 0.0) >= th.HEALTHY_FRACTION_OF_PEAK]
     if at_roof and not wrong_roof:
         unit = at_roof[0]
         if not (unit in MEMORY_UNITS and "memory" in f.missing):
             return _healthy(f, unit, f.util[unit], th.HEALTHY_FRACTION_OF_PEAK)
-    gap = max(1e-9, 1.0 - u_roof)
+    # The time a fix can win is bounded by the work that stays: the busiest unit's useful share, and
+    # the instruction issue that remains once the waste is gone (the kernel still executes its instructions).
+    floor = u_roof
+    if "issue" in f.util:
+        issue_waste = max((m.waste for m in found if "issue" in m.inflates), default=0.0)
+        floor = max(floor, f.util["issue"] * (1.0 - issue_waste))
+    gap = max(1e-9, 1.0 - floor)
     for m in found:
         if not m.blocks_healthy and m.savings > gap:
             m.savings = gap
+            t = _time_expectation(f, m.savings)
+            m.expect = [t if e.metric == DURATION and t is not None else e for e in m.expect]
     mechs = sorted((m for m in found if m.savings >= th.MIN_MECHANISM_SAVINGS), key=lambda m: -m.savings)
     unit, util = f.limiter()
     needs = {"memory"} if unit in MEMORY_UNITS else {"instructions"} if unit == "issue" else set()
-    del roof_unit
 
     if mechs and mechs[0].savings >= th.MIN_PRIMARY_SAVINGS:
         top = mechs[0]

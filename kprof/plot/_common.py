@@ -68,10 +68,15 @@ def fmt_ns(ns: float) -> str:
     return f"{ns:.3g} ns"
 
 
+def literal(text: str) -> str:
+    """Text that matplotlib draws as written: ``$`` would start mathtext in names and paths."""
+    return text.replace("$", r"\$")
+
+
 def shorten(name: str, width: int = 40) -> str:
-    """Cut a long (template-laden) kernel name to ``width`` characters with an ellipsis."""
+    """Cut a long (template-laden) kernel name to ``width`` characters with an ellipsis, as literal text."""
     name = " ".join(name.split())
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return literal(name if len(name) <= width else name[: width - 1] + "…")
 
 
 def as_launches(obj: Any) -> list[Any]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kprof.plot._common import SERIES, as_launches, launch_label, new_axes, si
+from kprof.plot._common import SERIES, as_launches, launch_label, literal, new_axes, si
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -56,7 +56,7 @@ def roofline_points(
     skipped: list[str] = []
     roofs: list[Roofline] = []
     ls = as_launches(launches)
-    names = list(labels) if labels is not None else [launch_label(k) for k in ls]
+    names = [literal(x) for x in labels] if labels is not None else [launch_label(k) for k in ls]
     if len(names) != len(ls):
         raise ValueError(f"{len(names)} labels for {len(ls)} launches")
     for k, name in zip(ls, names, strict=True):
@@ -112,8 +112,8 @@ def plot_roofline(
         One label per launch of ``launches`` (default ``#id name``); the after launches
         take the same labels.
     annotate
-        Write each kernel's label next to its point when there are at most three kernels
-        (a legend on the right always names them).
+        Write each kernel's label next to its point when there are at most three kernels;
+        more kernels (or ``annotate=False``) are named in a legend on the right.
 
     Returns
     -------
@@ -255,7 +255,7 @@ def plot_roofline(
     if handles:
         roofs_legend = ax.legend(handles, labels, loc="upper left", fontsize=8, frameon=False)
         ax.add_artist(roofs_legend)
-    if points:
+    if len(points) > 3 or (points and not annotate):
         kernel_handles = [
             Line2D([], [], marker="o", color=SERIES[i % len(SERIES)], linestyle="none")
             for i in range(len(points))

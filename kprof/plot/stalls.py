@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kprof.plot._common import SERIES, as_launches, launch_label, new_axes
+from kprof.plot._common import SERIES, as_launches, launch_label, literal, new_axes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -125,7 +125,7 @@ def plot_warp_stalls(
     >>> ax = plot_warp_stalls(profile[0])  # doctest: +SKIP
     """
     ls = as_launches(launches)
-    labels = list(labels) if labels is not None else [launch_label(k) for k in ls]
+    labels = [literal(x) for x in labels] if labels is not None else [launch_label(k) for k in ls]
     read = [warp_stalls(k) for k in ls]
     data = [d for d, _ in read]
     units = {u for d, u in read if d}
@@ -190,7 +190,7 @@ def plot_sol(
     >>> ax = plot_sol([before[0], after[0]], labels=["before", "after"])  # doctest: +SKIP
     """
     ls = as_launches(launches)
-    labels = list(labels) if labels is not None else [launch_label(k) for k in ls]
+    labels = [literal(x) for x in labels] if labels is not None else [launch_label(k) for k in ls]
     data = [sol_values(k) for k in ls]
     keys = [(k, name) for k, name in SOL_BARS if any(k in d for d in data)]
     if ax is None:

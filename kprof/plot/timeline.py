@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from kprof.plot._common import COLORS, fmt_ns, new_axes, shorten
+from kprof.plot._common import COLORS, fmt_ns, literal, new_axes, shorten
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -364,7 +364,7 @@ def plot_timeline(
                 for i in np.argsort(-(ge - gs)):
                     if len(placed) >= MAX_GAP_LABELS:
                         break
-                    text = f"{str(causes[i]) or 'idle'} {fmt_ns(ge[i] - gs[i])}"
+                    text = f"{literal(str(causes[i])) or 'idle'} {fmt_ns(ge[i] - gs[i])}"
                     # half the label's width in ms (7 pt characters are about 0.55 em wide)
                     half = 0.5 * (len(text) * 7 * 0.55 / 72 + 0.25) / max(axes_in, 1.0) * window_ms
                     mid = min(max(float(ms((gs[i] + ge[i]) / 2)), half), window_ms - half)
@@ -389,13 +389,13 @@ def plot_timeline(
     if title is None:
         import os
 
-        title = os.path.basename(tl.source) or "timeline"
+        title = literal(os.path.basename(tl.source)) or "timeline"
         title += f" — {fmt_ns(hi - lo)} window"
         if span is not None and (lo, hi) != span:
             title += f" at +{fmt_ns(lo - span[0])}"
         if aggregated:
             title += f" (aggregated view: {aggregated:,} events merged at {fmt_ns(resolution)})"
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9)  # a given title is drawn as given (mathtext allowed)
     if drawn_legend:
         ax.legend(
             list(drawn_legend.values()), list(drawn_legend.keys()), fontsize=7, frameon=False,

@@ -10,11 +10,17 @@ from kprof.diagnose.sass import access_bytes, analyze_sass, is_mma
 from kprof.kernel_model import SassLine
 
 
-def lines(*texts: str, counts: list[float] | None = None, src: tuple[str, int] | None = None) -> list[SassLine]:
+def lines(
+    *texts: str, counts: list[float] | None = None, src: tuple[str, int] | None = None
+) -> list[SassLine]:
     out = []
     for i, t in enumerate(texts):
         c = {} if counts is None or counts[i] is None else {"inst_executed": counts[i]}
-        out.append(SassLine(pc=16 * i, text=t, file=src[0] if src else None, line=src[1] if src else None, counters=c))
+        out.append(
+            SassLine(
+                pc=16 * i, text=t, file=src[0] if src else None, line=src[1] if src else None, counters=c
+            )
+        )
     return out
 
 
@@ -36,7 +42,15 @@ def test_access_bytes(opcode: str, expected: int) -> None:
 
 @pytest.mark.parametrize(
     ("mnemonic", "expected"),
-    [("HMMA", True), ("HGMMA", True), ("IMMA", True), ("QGMMA", True), ("UTCHMMA", True), ("FFMA", False), ("LDSM", False)],
+    [
+        ("HMMA", True),
+        ("HGMMA", True),
+        ("IMMA", True),
+        ("QGMMA", True),
+        ("UTCHMMA", True),
+        ("FFMA", False),
+        ("LDSM", False),
+    ],
 )
 def test_is_mma(mnemonic: str, expected: bool) -> None:
     assert is_mma(mnemonic) is expected
@@ -97,7 +111,13 @@ def test_access_widths_are_weighted_means() -> None:
 
 
 def test_atomics_and_async_copies() -> None:
-    s = analyze_sass(lines("RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R2.64], R5", "LDGSTS.E.128 [R1], [R2.64]", "ATOMS.ADD R1, [R2], R3"))
+    s = analyze_sass(
+        lines(
+            "RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R2.64], R5",
+            "LDGSTS.E.128 [R1], [R2.64]",
+            "ATOMS.ADD R1, [R2], R3",
+        )
+    )
     assert s.global_atomics == 1 and s.async_copies == 1 and s.shared_atomics == 1
 
 

@@ -145,7 +145,7 @@ def test_truncated_gzip(tmp_path: Path) -> None:
     p = write(tmp_path / "t.json.gz", current_trace(), gz=True)
     data = p.read_bytes()
     p.write_bytes(data[: len(data) // 2])
-    with pytest.raises(KprofInputError, match="truncated|corrupt"):
+    with pytest.raises(KprofInputError, match=r"truncated|corrupt"):
         load(p)
 
 

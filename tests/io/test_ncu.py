@@ -153,7 +153,9 @@ def test_h200_sample_full_set(nr, samples_dir: Path) -> None:
     assert len(prof) == 1
     k = prof[0]
     assert k.name == "strided_gather" and k.device == "NVIDIA H200" and k.compute_capability == "9.0"
-    assert {"SpeedOfLight", "MemoryWorkloadAnalysis_Tables", "SourceCounters", "WarpStateStats"} <= set(k.sections)
+    assert {"SpeedOfLight", "MemoryWorkloadAnalysis_Tables", "SourceCounters", "WarpStateStats"} <= set(
+        k.sections
+    )
     assert k.value("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") == 4_194_304
     assert k.value("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum") == 131_072
     rule = k.rule("UncoalescedGlobalAccess")
@@ -186,3 +188,12 @@ def test_repr_is_short_and_dataframe_is_on_request(nr, samples_dir: Path) -> Non
     assert set(long["launch"]) == {0}
     sass = k.sass_dataframe()
     assert {"pc", "opcode", "file", "line", "inst_executed"} <= set(sass.columns)
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.56, 0.999])
+def test_cut_h200_report_is_an_input_error(nr, fraction: float, samples_dir: Path, tmp_path: Path) -> None:
+    src = _sample(samples_dir, "shared_bank_conflicts").read_bytes()
+    p = tmp_path / "cut.ncu-rep"
+    p.write_bytes(src[: int(len(src) * fraction)])
+    with pytest.raises(KprofInputError, match="truncated"):
+        load_ncu_report(p)

@@ -40,7 +40,10 @@ def test_units_are_scaled_to_ncu_base_units(value: float, unit: str, expected: t
     ("demangled", "name"),
     [
         ("basic(int, int, int, const float *, const float *, float *)", "basic"),
-        ("void gmem_coalesce<(int)32>(int, int, int, const float *, const float *, float *)", "gmem_coalesce"),
+        (
+            "void gmem_coalesce<(int)32>(int, int, int, const float *, const float *, float *)",
+            "gmem_coalesce",
+        ),
         ("void ns::inner::k<float, (cute::Foo)1>(Params<float>)", "k"),
         ("ampere_sgemm_128x64_nn", "ampere_sgemm_128x64_nn"),
     ],
@@ -138,7 +141,10 @@ def test_header_without_rows_is_refused(tmp_path: Path) -> None:
 
 def test_bad_id_is_refused(tmp_path: Path) -> None:
     p = tmp_path / "x.csv"
-    p.write_text(FIXED + ',"gpu__time_duration.sum"\n"zero","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","5"\n')
+    p.write_text(
+        FIXED
+        + ',"gpu__time_duration.sum"\n"zero","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","5"\n'
+    )
     with pytest.raises(KprofInputError, match="bad launch ID"):
         load_ncu_csv(p)
 

@@ -1,28 +1,27 @@
-"""sync_bound: a loop that reads a scalar back with .item() after every moderate kernel.
+"""sync_bound: a loop that reads one value back with .item() after every kernel.
 
-Each of the 16 inner iterations runs a 2048^3 FP32 matmul + tanh + mean (a few hundred microseconds
-on the GPU) and then calls .item(), which blocks the host in cudaStreamSynchronize until the GPU is
-done and copies 4 bytes back. The host cannot run ahead, so after every sync the GPU idles while
-Python resumes and dispatches the next kernels; each step also ends in torch.cuda.synchronize().
-Without the per-iteration read-back the host would stay ahead of the GPU (its dispatch work per
-iteration is shorter than the GPU work). (The fix: keep the value on the GPU, read it once per step.)
+Each of the 32 inner iterations launches one 1024^3 FP32 matmul (tens of microseconds on the GPU) and
+then reads one element back with .item(): a 4-byte device-to-host copy followed by a blocking
+synchronize. The host cannot run ahead, so it spends most of each iteration blocked, and after every
+read-back the GPU idles while Python resumes and launches the next matmul. Without the per-iteration
+read-back the host (about 10 us to launch a matmul) would stay ahead of the GPU (tens of us per
+matmul) and the GPU would be busy. (The fix: keep the values on the GPU, read them once per step.)
 """
 import torch
 
 from _harness import main
 
 torch.manual_seed(0)
-w = torch.randn(2048, 2048, device="cuda") / 45
-x0 = torch.randn(2048, 2048, device="cuda")
+torch.backends.cuda.matmul.allow_tf32 = False
+w = torch.randn(1024, 1024, device="cuda") / 32
+x0 = torch.randn(1024, 1024, device="cuda")
 history = []
 
 
 def step(i: int) -> None:
-    x = x0
-    for _ in range(16):
-        x = torch.tanh(x @ w)
-        history.append(x.mean().item())  # blocking device-to-host read every iteration
-    torch.cuda.synchronize()
+    for _ in range(32):
+        y = torch.mm(x0, w)
+        history.append(y[0, 0].item())  # blocking device-to-host read after every kernel
 
 
 main(step, warmup=3, steps=6)

@@ -1,0 +1,357 @@
+"""``kprof report``: inputs to notebooks, papermill, one self-contained HTML file, in a real browser.
+
+The slow tests share one report, built once per session from the shipped samples plus a
+crafted capture whose kernel is named ``<script>alert(1)</script>``. The browser tests
+run Debian's ``chromium`` headless (no network: every host name resolves to nothing) and
+skip when it is absent, unless ``KPROF_REQUIRE_CHROMIUM=1`` (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kprof import report
+from kprof.cli import main
+from kprof.errors import KprofInputError
+
+from .conftest import SAMPLES
+
+EVIL = "<script>alert(1)</script>"
+EVIL_FILE = "<img src=x onerror=alert(2)>"
+NCU_MAGIC = b"NVR\x00"
+
+
+# ------------------------------------------------------------------ crafted inputs
+
+
+def crafted_trace(path: Path, kernel: str = EVIL, n: int = 40) -> Path:
+    """A PyTorch-profiler trace: ``n`` launches of one kernel named ``kernel``, GPU busy 93%."""
+    events = []
+    for i in range(n):
+        t = 1000 + i * 100
+        args = {"correlation": i + 1}
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": t, "dur": 4, "args": args})  # fmt: skip
+        events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": t + 5, "dur": 93,
+                       "args": {**args, "device": 0, "stream": 7, "grid": [64, 1, 1], "block": [256, 1, 1]}})  # fmt: skip
+    path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------ fast: inputs, cleaning, export, writing
+
+
+def test_inputs_go_to_their_stages_and_pairs_are_found(tmp_path):
+    before = tmp_path / "t_before.ncu-rep"
+    after = tmp_path / "t_after.ncu-rep"
+    other = tmp_path / "other.ncu-rep"
+    for p in (before, after, other):
+        p.write_bytes(NCU_MAGIC + b"x")
+    trace = crafted_trace(tmp_path / "cap.json")
+    inputs = report.sort_inputs([after, trace, before, other])
+    assert inputs.timelines == (str(trace),)
+    assert inputs.kernels == (str(after), str(before), str(other))
+    assert inputs.pairs == ((str(before), str(after)),)
+    assert inputs.stages() == ["timeline", "kernel", "mechanism"]
+    assert report.sort_inputs([trace]).stages() == ["timeline"]
+
+
+def test_bad_input_fails_before_any_notebook_runs(tmp_path, capsys):
+    missing = tmp_path / "nope.sqlite"
+    with pytest.raises(KprofInputError, match=r"nope\.sqlite: no such file"):
+        report.build_report([missing], tmp_path / "r.html", log=None)
+    assert main(["report", str(missing), "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope.sqlite" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_cli_without_paths_reports_on_the_samples(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake(paths, output, show_code=False, **kw):
+        seen.update(paths=paths, output=output, show_code=show_code)
+        return Path(output)
+
+    monkeypatch.setattr(report, "build_report", fake)
+    assert main(["report", "-o", str(tmp_path / "x.html")]) == 0
+    assert seen == {"paths": [], "output": str(tmp_path / "x.html"), "show_code": False}
+    assert main(["report", "a.sqlite", "b.ncu-rep", "--show-code"]) == 0
+    assert seen == {"paths": ["a.sqlite", "b.ncu-rep"], "output": "report.html", "show_code": True}
+
+
+def test_sample_paths_pick_one_file_per_timeline_sample():
+    if report.samples_dir() is None:
+        pytest.skip("no data/samples")
+    tl = report.sample_paths("timeline")
+    stems = [Path(p).name.split(".")[0] for p in tl]
+    assert len(stems) == len(set(stems)) and tl
+    assert all(p.endswith((".sqlite", ".nsys-rep", ".json.gz", ".json")) for p in tl)
+    assert all(p.endswith(".ncu-rep") for p in report.sample_paths("kernel"))
+
+
+def test_atomic_write_replaces_whole_or_not_at_all(tmp_path, monkeypatch):
+    out = tmp_path / "report.html"
+    report.atomic_write(out, "old")
+    assert out.read_text() == "old"
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        report.atomic_write(out, "new")
+    assert out.read_text() == "old"  # the previous report is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temporary left behind
+
+
+def _nb_with_outputs() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("x = 1")
+    params.metadata["tags"] = ["parameters"]
+    injected = nbformat.v4.new_code_cell("x = 2")
+    injected.metadata["tags"] = ["injected-parameters"]
+    cell = nbformat.v4.new_code_cell("show()")
+    view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={report.WIDGET_VIEW_MIME: view, "text/html": "<p>static</p>", "text/plain": "picker"},
+        ),
+        nbformat.v4.new_output("display_data", data={report.WIDGET_VIEW_MIME: view, "text/plain": "VBox()"}),
+        nbformat.v4.new_output(
+            "display_data", data={report.DIAGNOSES_MIME: {"diagnoses": []}, "text/plain": ""}
+        ),
+    ]
+    nb.cells = [params, injected, cell]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    return nb
+
+
+def test_clean_outputs_keeps_the_static_view_of_widgets():
+    nb = report._clean_outputs(_nb_with_outputs(), show_code=False)
+    assert "widgets" not in nb.metadata
+    assert len(nb.cells) == 1  # parameter cells dropped
+    (out,) = nb.cells[0].outputs
+    assert set(out["data"]) == {"text/html", "text/plain"}
+    kept = report._clean_outputs(_nb_with_outputs(), show_code=True)
+    assert [c.metadata.get("tags") for c in kept.cells][:2] == [["parameters"], ["injected-parameters"]]
+
+
+def test_explorer_bundle_has_widget_html_and_text():
+    class W:
+        def _repr_mimebundle_(self, **kw):
+            return {"text/plain": "W()", report.WIDGET_VIEW_MIME: {"model_id": "m"}}
+
+    b = report.Explorer("<p>static</p>", "text", W())._repr_mimebundle_()
+    assert b == {
+        "text/plain": "text",
+        "text/html": "<p>static</p>",
+        report.WIDGET_VIEW_MIME: {"model_id": "m"},
+    }
+    assert set(report.Explorer("<p/>", "t")._repr_mimebundle_()) == {"text/plain", "text/html"}
+
+
+def _remote_refs(html: str) -> list[str]:
+    """Scripts, stylesheets, images or fonts that would be fetched from the network."""
+    tags = re.findall(r"<(?:script|link|img|iframe|source)\b[^>]*>", html, flags=re.I)
+    remote = [t for t in tags if re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", t, flags=re.I)]
+    remote += re.findall(r"@import\s+url\(\s*[\"']?(?:https?:)?//[^)]*\)", html, flags=re.I)
+    return remote
+
+
+def test_export_is_self_contained_and_hides_code():
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("print('secret code')")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="visible output\n")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title"), code]
+    hidden = report.export_html(nb)
+    assert "visible output" in hidden and "secret code" not in hidden
+    assert _remote_refs(hidden) == []
+    assert "<script" not in hidden  # no require.js, MathJax, widget manager
+    shown = report.export_html(nb, show_code=True)
+    assert "secret" in shown and _remote_refs(shown) == []
+
+
+# ------------------------------------------------------------------ slow: one real report per session
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> dict:
+    """The report on every shipped sample plus the crafted capture, built once."""
+    if report.samples_dir() is None:
+        pytest.skip(f"no sample gallery at {SAMPLES}")
+    d = tmp_path_factory.mktemp("report")
+    evil = crafted_trace(d / f"crafted_{EVIL_FILE}.json")
+    out = d / "out" / "report.html"
+    log = io.StringIO()
+    paths = [*report.sample_paths(), str(evil)]
+    result = report.build_report(paths, out, log=log)
+    return {
+        "path": result,
+        "html": result.read_text(encoding="utf-8"),
+        "log": log.getvalue(),
+        "inputs": paths,
+    }
+
+
+@pytest.mark.slow
+def test_report_is_written_with_progress(built):
+    assert built["path"].is_file()
+    assert sorted(p.name for p in built["path"].parent.iterdir()) == ["report.html"]  # no leftovers
+    lines = built["log"].splitlines()
+    runs = [ln for ln in lines if "executed in" in ln]
+    assert [re.search(r"\] (\S+) executed", ln).group(1) for ln in runs] == list(report.TEMPLATES.values())
+    assert all(re.search(r"executed in \d+\.\d s$", ln) for ln in runs)
+    assert lines[-1].startswith("kprof report: exported") and str(built["path"]) in lines[-1]
+
+
+@pytest.mark.slow
+def test_report_is_self_contained(built):
+    h = built["html"]
+    assert _remote_refs(h) == []
+    assert "<script" not in h
+    assert 'class="jp-InputArea' not in h  # input cells hidden
+    images = re.findall(r'<img[^>]+src="data:image/png;base64,', h)
+    n_timelines = len(report.sample_paths("timeline")) + 1
+    assert len(images) >= 2 * n_timelines + 1  # each capture whole and zoomed, the roofline, ...
+
+
+@pytest.mark.slow
+def test_report_has_every_headline_in_order(built):
+    from kprof.api import diagnose
+
+    h = htmllib.unescape(built["html"])
+    assert "kprof report" in h and "Headlines" in h
+    positions = [h.index(t) for t in ("1. Timeline", "2. Kernel", "3. Mechanism")]
+    assert positions == sorted(positions)  # timeline first, kernel second, mechanism third
+    for p in built["inputs"][:3] + built["inputs"][-3:]:
+        d = diagnose(p)[0]
+        assert d.headline in h, p
+
+
+@pytest.mark.slow
+def test_profile_strings_are_text_not_markup(built):
+    h = built["html"]
+    assert EVIL not in h and EVIL_FILE not in h
+    assert htmllib.escape(EVIL, quote=False) in h
+    assert f"crafted_{htmllib.escape(EVIL_FILE, quote=False)}.json" in h
+
+
+# ------------------------------------------------------------------ the browser
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        exe = shutil.which(name)
+        if exe:
+            return exe
+    if os.environ.get("KPROF_REQUIRE_CHROMIUM"):
+        pytest.fail("chromium is required (KPROF_REQUIRE_CHROMIUM is set) but not on PATH")
+    pytest.skip("chromium not installed (apt-get install chromium); the browser tests need it")
+
+
+def _run_chromium(exe: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", f"--user-data-dir={tmp / 'profile'}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: nothing can be fetched
+        *args,
+    ]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+# Runs in a copy of the report once everything has loaded, writes what it saw into the DOM.
+PROBE = """
+<script>
+window.addEventListener("load", () => {
+  const shown = (el) => {
+    const r = el.getBoundingClientRect(), s = getComputedStyle(el);
+    return r.width > 0 && r.height > 0 && s.display !== "none" && s.visibility !== "hidden"
+      && el.closest("details:not([open])") === null;
+  };
+  const imgs = [...document.querySelectorAll("img")];
+  const out = {
+    headlines: [...document.querySelectorAll(".kp-headline, .kp-overview td")].filter(shown).length,
+    first_table_visible: shown(document.querySelector(".kp-overview")),
+    fallback_visible: [...document.querySelectorAll("pre.kp-text-fallback")].filter(shown).length,
+    images: imgs.length,
+    images_decoded: imgs.filter((i) => i.complete && i.naturalWidth > 100).length,
+    images_visible: imgs.filter((i) => shown(i) && i.getBoundingClientRect().height > 100).length,
+    scripts: document.querySelectorAll("script").length,
+    evil_as_text: document.body.innerText.includes("<script>alert(1)</script>"),
+  };
+  const pre = document.createElement("pre");
+  pre.id = "kp-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+@pytest.fixture(scope="session")
+def browser_view(built, tmp_path_factory) -> dict:
+    exe = _chromium()
+    d = tmp_path_factory.mktemp("browser")
+    probe = d / "probed.html"
+    probe.write_text(built["html"].replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    r = _run_chromium(exe, d, "--virtual-time-budget=20000", "--dump-dom", probe.as_uri())
+    m = re.search(r'<pre id="kp-probe">(.*?)</pre>', r.stdout, re.S)
+    assert m, f"chromium printed no probe result (rc={r.returncode}): {r.stderr[-2000:]}"
+    shot = d / "report.png"
+    r2 = _run_chromium(exe, d, "--window-size=1280,2400", f"--screenshot={shot}", built["path"].as_uri())
+    assert shot.is_file(), r2.stderr[-2000:]
+    return {"probe": json.loads(htmllib.unescape(m.group(1))), "screenshot": shot}
+
+
+@pytest.mark.slow
+def test_browser_shows_headlines_and_plots(browser_view):
+    p = browser_view["probe"]
+    assert p["first_table_visible"] and p["headlines"] >= 10
+    assert p["fallback_visible"] == 0  # CSS applied: the rich view shows, the text fallback hides
+    assert p["images"] >= 10 and p["images_decoded"] == p["images"]
+    assert p["images_visible"] >= 8  # whole/zoomed timelines, roofline, pairs, first picked kernel
+    assert p["scripts"] == 1  # only the probe: the report itself runs no script
+    assert p["evil_as_text"]  # the crafted kernel name reads as text
+
+
+@pytest.mark.slow
+def test_browser_screenshot_is_not_blank(browser_view):
+    from PIL import Image
+
+    img = Image.open(browser_view["screenshot"]).convert("L")
+    assert img.size == (1280, 2400)
+    lo, hi = img.getextrema()
+    assert hi - lo > 100  # text and plots, not a blank page
+    assert len(img.histogram()) == 256 and sum(1 for v in img.histogram() if v) > 32
+
+
+# ------------------------------------------------------------------ failures
+
+
+@pytest.mark.slow
+def test_unreadable_report_fails_with_one_line_and_writes_nothing(tmp_path):
+    bad = tmp_path / "broken.ncu-rep"
+    bad.write_bytes(NCU_MAGIC + os.urandom(2048))
+    out = tmp_path / "r.html"
+    r = subprocess.run(
+        [sys.executable, "-m", "kprof", "report", str(bad), "-o", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("kprof: error:")]
+    assert len(errors) == 1 and "broken.ncu-rep" in errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.ncu-rep"]
