@@ -749,6 +749,8 @@ def _diagnose_child(argv: Sequence[str]) -> int:
     from kprof.api import diagnose
 
     rep, tl = argv[0], (argv[1] if len(argv) > 1 and argv[1] else None)
+    # ncu_report first: the copy in Nsight Compute 2025.3's extras/python segfaults (in get_version) when
+    # it is loaded after pandas/pyarrow, which loading the timeline imports (measured on the H200 machine).
     try:
         _ensure_ncu_report()
         import ncu_report
@@ -771,8 +773,10 @@ def _diagnose_child(argv: Sequence[str]) -> int:
 def diagnose_kernel_report(rep: str, timeline: str | None) -> list[Diagnosis]:
     """The kernel diagnosis of ``rep``, with durations from the ``timeline`` file, run in a child process.
 
-    NVIDIA's ``ncu_report`` is a native module: a crash inside it (seen on the H200 machine with the copy
-    that ships in Nsight Compute's extras/python) must not take the capture's other results with it.
+    NVIDIA's ``ncu_report`` is a native module: a crash inside it must not take the capture's other
+    results with it. On the H200 machine the copy in Nsight Compute 2025.3's extras/python segfaulted
+    when imported after the timeline was loaded in the same process (pandas/pyarrow already loaded); the
+    child imports it first, and a crash that remains is reported, not fatal.
     """
     import signal
 

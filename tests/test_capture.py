@@ -639,6 +639,23 @@ def test_why_no_ncu_covers_every_timeline_verdict():
     assert "undetermined" in capture.why_no_ncu(d) and "capture longer" in capture.why_no_ncu(d)
 
 
+def test_run_tool_drops_redrawn_progress_bars_from_a_log_and_keeps_error_lines():
+    import io
+
+    code = (
+        "import sys\n"
+        "for i in range(50): sys.stdout.write(f'Processing 9233 events: [{i}%]\\r')\n"
+        "print('\\nGenerated:')\n"
+        "print('==ERROR== something', file=sys.stderr)\n"
+        "sys.exit(5)\n"
+    )
+    log = io.StringIO()
+    run = capture.run_tool([sys.executable, "-c", code], echo=log)
+    assert run.returncode == 5
+    assert log.getvalue().count("Processing") == 1  # the bar's last state, not fifty redraws
+    assert run.has("Generated:") and run.lines_with("==ERROR==") == ["==ERROR== something"]
+
+
 def test_kernel_target_filter_is_the_exact_function_name():
     t = KernelTarget(name="void k<1>()", short_name="k", gpu_time_ns=1, share=1.0, launches=1, launch_skip=0,
                      skip_reason="")  # fmt: skip

@@ -211,12 +211,17 @@ timeline_sample pair_graph_after  "--cuda-graph-trace=graph" $T/pair_graph.py --
 log "files:"
 ls -l ncu timeline
 du -sh ncu timeline
+if [ ${#ONLY[@]} -gt 0 ]; then
+  # A partial run must not replace the full run's records when unpacked: ship them under other
+  # names; make_manifest.py lays them over commands.tsv / versions.json and removes them.
+  mv commands.tsv commands.partial.tsv; mv versions.json versions.partial.json; rm -f versions.txt
+fi
 python3 - "$DEST" <<'PY'
 # Greedy packing into tarballs of at most ~15 MB (uncompressed) each: the device returns at most
 # 8 files of 16 MB. Paths inside are relative to data/samples.
 import os, sys, tarfile
 dest = sys.argv[1]
-files = ["versions.txt", "versions.json", "commands.tsv"]
+files = ["versions.txt", "versions.json", "commands.tsv", "commands.partial.tsv", "versions.partial.json"]
 for d in ("ncu", "timeline"):
     files += [os.path.join(d, f) for f in sorted(os.listdir(d))]
 files = [f for f in files if os.path.isfile(f)]

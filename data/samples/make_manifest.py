@@ -90,7 +90,9 @@ KERNEL_SAMPLES = [
      "pair_smem_column_sum", "after"),
 ]
 
-CSV_SAMPLES = ["uncoalesced_global_access", "shared_bank_conflicts"]
+# (sample, pages kept). generate.sh exports both pages of both samples; the raw page of
+# shared_bank_conflicts (164 KB) is not kept, so that data/samples stays under 30 MB.
+CSV_SAMPLES = [("uncoalesced_global_access", ("raw", "details")), ("shared_bank_conflicts", ("details",))]
 
 TIMELINE_SAMPLES = [
     ("host_launch_bound", f"{T}/host_launch_bound.py", "host_launch_bound", "fix",
@@ -139,6 +141,17 @@ JOB_SAMPLES = [
 ]
 JOB_FILES = [("nsys-sqlite", ".sqlite"), ("kineto", ".json.gz")]
 
+# The tools that made (and can re-make) each kind of file; the full list is in the manifest's top-level "tools".
+_KERNEL_TOOLS = {"ncu", "nvcc", "python", "torch", "torch_cuda", "cupy"}
+TOOLS_BY_KIND = {
+    "ncu-rep": _KERNEL_TOOLS,
+    "ncu-csv-raw": _KERNEL_TOOLS,
+    "ncu-csv-details": _KERNEL_TOOLS,
+    "nsys-rep": {"nsys", "python", "torch", "torch_cuda"},
+    "nsys-sqlite": {"nsys", "python", "torch", "torch_cuda"},
+    "kineto": {"python", "torch", "torch_cuda"},
+}
+
 TIMELINE_FILES = [("nsys-rep", ".nsys-rep"), ("nsys-sqlite", ".sqlite"), ("kineto", ".json.gz")]
 
 
@@ -162,7 +175,35 @@ def _commands() -> dict[str, str]:
     return cmds
 
 
+def _merge_partial_run() -> None:
+    """Lay a partial run's records (generate.sh NAME ...) over the full run's, then drop them."""
+    partial = os.path.join(HERE, "commands.partial.tsv")
+    if os.path.exists(partial):
+        merged = _commands()
+        with open(partial) as f:
+            for line in f:
+                if "\t" in line:
+                    out, cmd = line.rstrip("\n").split("\t", 1)
+                    merged[out] = cmd
+        with open(os.path.join(HERE, "commands.tsv"), "w") as f:
+            for out, cmd in merged.items():
+                f.write(f"{out}\t{cmd}\n")
+        os.remove(partial)
+    vpartial = os.path.join(HERE, "versions.partial.json")
+    if os.path.exists(vpartial):
+        # Tools and GPU must be those of the full run; a partial run on other versions is refused.
+        with open(os.path.join(HERE, "versions.json")) as f:
+            full = json.load(f)
+        with open(vpartial) as f:
+            part = json.load(f)
+        if part.get("tools") != full.get("tools") or part.get("gpu") != full.get("gpu"):
+            raise SystemExit("versions.partial.json: the partial run used other tools or another GPU; "
+                             "regenerate everything")
+        os.remove(vpartial)
+
+
 def main() -> int:
+    _merge_partial_run()
     with open(os.path.join(HERE, "versions.json")) as f:
         versions = json.load(f)
     gpu = f"{versions['gpu']['name']} (driver {versions['gpu']['driver']})"
@@ -185,7 +226,7 @@ def main() -> int:
             "description": description,
             "pair": pair,
             "gpu": gpu,
-            "tools": tools,
+            "tools": {k: v for k, v in tools.items() if k in TOOLS_BY_KIND[kind]},
             "capture_command": cmds.get(file),
             "bytes": os.path.getsize(path),
             "sha256": _sha256(path),
@@ -195,14 +236,16 @@ def main() -> int:
     for sid, workload, bottleneck, verdict, desc, pname, prole in KERNEL_SAMPLES:
         by_id[sid] = (workload, bottleneck, verdict, desc)
         add(f"ncu/{sid}.ncu-rep", "ncu-rep", workload, bottleneck, verdict, desc, _pair(pname, prole))
-    for sid in CSV_SAMPLES:
+    for sid, pages in CSV_SAMPLES:
         workload, bottleneck, verdict, desc = by_id[sid]
-        for kind, suffix, page in (("ncu-csv-raw", ".raw.csv", "raw"), ("ncu-csv-details", ".details.csv", "details")):
+        for page in pages:
+            kind, suffix = f"ncu-csv-{page}", f".{page}.csv"
             add(f"ncu/{sid}{suffix}", kind, workload, bottleneck, verdict,
-                f"CSV export (--page {page}) of ncu/{sid}.ncu-rep. " + desc, None)
+                f"CSV export (--page {page}) of ncu/{sid}.ncu-rep (see that entry).", None)
     for sid, workload, bottleneck, verdict, desc, pname, prole in TIMELINE_SAMPLES:
         for kind, suffix in TIMELINE_FILES:
-            add(f"timeline/{sid}{suffix}", kind, workload, bottleneck, verdict, desc, _pair(pname, prole))
+            d = desc if kind != "nsys-sqlite" else f"SQLite export of timeline/{sid}.nsys-rep (see that entry)."
+            add(f"timeline/{sid}{suffix}", kind, workload, bottleneck, verdict, d, _pair(pname, prole))
 
     jobs: list[dict] = []
     mr_versions = os.path.join(HERE, "multirank", "versions.txt")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Print the numbers that show each sample's bottleneck (the tables in README.md come from this).
 
-    python3 data/samples/measure.py            # needs `pip install ncu-report` for the .ncu-rep part
+    python3 benchmarks/sample_numbers.py            # needs `pip install ncu-report` for the .ncu-rep part
 
 Kernel samples: opens each ncu/*.ncu-rep with ncu_report, checks it holds 1 range with 1 named launch,
 and prints the SpeedOfLight numbers plus the mechanism metrics. Timeline samples: opens each
@@ -19,7 +19,7 @@ import os
 import sqlite3
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "samples")
 PROBLEMS: list[str] = []
 
 

@@ -1,0 +1,102 @@
+"""The template notebooks shipped in ``kprof/templates`` and the worked examples in ``notebooks/``.
+
+Fast tests check their shape (a papermill ``parameters`` cell, prose before code, the
+diagnosis before the plots); the slow tests execute them with nbmake on the shipped
+samples, live widgets included, and check what they displayed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kprof import report
+
+from .conftest import REPO
+
+TEMPLATES = sorted((REPO / "kprof" / "templates").glob("*.ipynb"))
+EXAMPLES = sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+def test_the_three_stages_are_shipped_in_the_package():
+    assert [p.name for p in TEMPLATES] == sorted(report.TEMPLATES.values())
+    for stage in report.TEMPLATES:
+        assert report.template_path(stage).is_file()
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_template_shape(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    cells = nb.cells
+    assert cells[0].cell_type == "markdown" and cells[0].source.startswith("# ")
+    (params,) = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    assert "interactive = True" in params.source
+    assert re.search(r"^(timeline|kernel)_paths = None", params.source, re.M)
+    # the prose teaches why the order matters
+    prose = " ".join(c.source for c in cells if c.cell_type == "markdown").lower()
+    assert "why" in prose and any(w in prose for w in ("first", "second", "third"))
+    # the verdicts come before any plot
+    code = [c.source for c in cells if c.cell_type == "code"]
+    first_overview = next(i for i, s in enumerate(code) if "overview(" in s)
+    first_plot = next(i for i, s in enumerate(code) if "plot_" in s or "explorer(" in s or "picker(" in s)
+    assert first_overview < first_plot
+    assert all(not c.get("outputs") for c in cells if c.cell_type == "code")  # shipped clean
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_are_clean(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.cells[0].cell_type == "markdown"
+    assert "data/samples" in "".join(c.source for c in nb.cells)
+
+
+def _run(path: Path):
+    from nbmake.nb_run import NotebookRun
+
+    if report.samples_dir() is None:
+        pytest.skip("no data/samples")
+    result = NotebookRun(path, default_timeout=600).execute()
+    assert result.error is None, f"{path.name} failed:\n{result.error.summary}\n{result.error.trace[-3000:]}"
+    return result.nb
+
+
+def _outputs(nb, mime: str) -> list[str]:
+    return [
+        str(o["data"][mime])
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if mime in o.get("data", {})
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_template_runs_on_the_samples_with_widgets(path: Path):
+    nb = _run(path)
+    html = _outputs(nb, "text/html")
+    assert "kp-overview" in html[0]  # the verdicts are the first thing shown
+    assert _outputs(nb, report.DIAGNOSES_MIME) or path.stem == "03_mechanism"
+    # live widgets, each with a static view that survives export
+    widgets = [
+        o
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if report.WIDGET_VIEW_MIME in o.get("data", {})
+    ]
+    assert widgets and all("text/html" in o["data"] for o in widgets)
+    assert any("data:image/png;base64," in h for h in html) or _outputs(nb, "image/png")
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_runs(path: Path):
+    nb = _run(path)
+    assert _outputs(nb, "image/png") or any("data:image/png" in h for h in _outputs(nb, "text/html"))
