@@ -112,3 +112,43 @@ def test_subcommands_registered():
     r = run_cli("--help")
     for name in ("diagnose", "compare", "report", "profile"):
         assert name in r.stdout
+
+
+CONTRACT_KEYS = {
+    "file", "subject", "bottleneck", "verdict", "headline", "evidence", "mechanism",
+    "fix", "expect", "confidence", "next_step", "findings",
+}  # fmt: skip
+
+
+def _sample_files() -> list[str]:
+    from .conftest import SAMPLES, manifest_entries
+
+    files = [e["file"] for e in manifest_entries("") if e["kind"] != "nsys-rep"]
+    m = SAMPLES / "manifest.json"
+    if m.exists():
+        for job in json.loads(m.read_text()).get("jobs", []):
+            files += [f["file"] for f in job["files"]]
+    return files
+
+
+@pytest.mark.parametrize("rel", _sample_files() or ["<no samples>"])
+def test_diagnose_json_on_every_sample(rel, samples_dir, capsys):
+    """Issue 2's bar: valid JSON with every contract field, on every shipped sample."""
+    if rel.endswith(".ncu-rep"):
+        pytest.importorskip("ncu_report")
+    path = samples_dir / rel
+    assert main(["diagnose", "--json", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["diagnoses"], rel
+    for d in out["diagnoses"]:
+        assert set(d) == CONTRACT_KEYS
+        assert d["file"] == str(path)
+        assert d["headline"].strip()
+        assert d["verdict"] in ("fix", "healthy", "inconclusive")
+        if d["bottleneck"] is None:
+            assert d["verdict"] == "inconclusive"
+        assert 0.0 <= d["confidence"]["value"] <= 1.0
+        for e in d["evidence"]:
+            assert {"name", "value", "unit", "reference"} <= set(e)
+        if d["verdict"] != "healthy":
+            assert d["next_step"].strip() or d["fix"].strip()
