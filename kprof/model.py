@@ -375,8 +375,8 @@ def _fmt(value: Number | str | None, unit: str = "") -> str:
         s = f"{v:.2e}"
     if not unit:
         return s
-    if unit == "%":
-        return s + "%"
+    if unit.startswith("%"):  # "%", "% of peak": no space before the percent sign
+        return s + unit
     return f"{s} {unit}"
 
 

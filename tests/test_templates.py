@@ -42,7 +42,7 @@ def test_template_shape(path: Path):
     # the verdicts come before any plot
     code = [c.source for c in cells if c.cell_type == "code"]
     first_overview = next(i for i, s in enumerate(code) if "overview(" in s)
-    first_plot = next(i for i, s in enumerate(code) if "plot_" in s or "explorer(" in s or "picker(" in s)
+    first_plot = next(i for i, s in enumerate(code) if re.search(r"\bplot_\w+\(|timeline_explorer\(|kernel_picker\(", s))
     assert first_overview < first_plot
     assert all(not c.get("outputs") for c in cells if c.cell_type == "code")  # shipped clean
 
