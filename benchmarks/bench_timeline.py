@@ -23,8 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -83,34 +87,153 @@ print("RESULT " + json.dumps({"seconds": dt, "peak_rss": rss, **extra}))
 """
 
 
-def run(task: str, path: Path, python: str = sys.executable, timeout: int = 1800) -> dict:
+def _tree_rss(pid: int) -> int:
+    """Resident memory of a process and all its descendants, from /proc (0 when it is gone)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run(
+    task: str, path: Path, python: str = sys.executable, timeout: float = 1800, max_rss: float | None = None
+) -> dict:
+    """Run one task in a fresh process; sample its (process-tree) RSS while it runs.
+
+    Returns the worker's result, or ``{"stopped": why, "seconds": elapsed, "peak_rss": sampled}``
+    when it ran past ``timeout`` seconds or ``max_rss`` bytes and was killed, or ``{"error": ...}``.
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([python, "-c", WORKER, task, str(path)], capture_output=True, text=True, env=env,
-                         timeout=timeout, check=False)
-    for line in res.stdout.splitlines():
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [python, "-c", WORKER, task, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    peak = 0
+    stopped = None
+    out: list[str] = []
+    err: list[str] = []
+    readers = [
+        threading.Thread(target=lambda s=s, b=b: b.extend(s), daemon=True)
+        for s, b in ((proc.stdout, out), (proc.stderr, err))
+    ]
+    for r in readers:
+        r.start()
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(proc.pid))
+        elapsed = time.perf_counter() - t0
+        if elapsed > timeout:
+            stopped = f"time limit {timeout:.0f} s"
+        elif max_rss is not None and peak > max_rss:
+            stopped = f"memory limit {max_rss / 2**30:.0f} GiB"
+        if stopped:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+        time.sleep(0.2)
+    elapsed = time.perf_counter() - t0
+    for r in readers:
+        r.join(timeout=5)
+    if stopped:
+        return {"stopped": stopped, "seconds": elapsed, "peak_rss": peak}
+    for line in out:
         if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    return {"error": (res.stderr.strip().splitlines() or ["no output"])[-1]}
+            res = json.loads(line[7:])
+            res["peak_rss"] = max(res["peak_rss"], peak)  # children (multiprocessing) count too
+            return res
+    return {
+        "error": ([x.strip() for x in err if x.strip()] or [f"exit status {proc.returncode}, no output"])[-1]
+    }
+
+
+def hta_python(requested: str | None) -> tuple[str | None, str]:
+    """The interpreter to run HTA with, or None and the reason to skip it."""
+    py = requested or sys.executable
+    if requested and not (Path(requested).exists() or shutil.which(requested)):
+        return None, f"--hta-python {requested} does not exist"
+    res = subprocess.run([py, "-c", "import hta.trace_analysis"], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        where = f"--hta-python {requested}" if requested else f"this interpreter ({sys.executable})"
+        return None, (
+            f"holistictraceanalysis is not importable from {where}; install it "
+            "(pip install holistictraceanalysis) or pass --hta-python PATH"
+        )
+    return py, ""
 
 
 def fmt_row(name: str, r: dict, base: dict | None, size: int | None = None) -> str:
     if "error" in r:
         return f"| {name} | failed: {r['error']} | | | |"
-    ratio = f"{r['seconds'] / base['seconds']:.2f}x" if base and "seconds" in base else ""
     rss = r["peak_rss"] / 2**20
     rss_ratio = f"{r['peak_rss'] / size:.2f}x file" if size else ""
+    if "stopped" in r:
+        ratio = f"> {r['seconds'] / base['seconds']:.1f}x" if base and "seconds" in base else ""
+        return (
+            f"| {name} | > {r['seconds']:.0f} s (stopped: {r['stopped']}) | {ratio} | "
+            f"{rss:,.0f} MiB so far | {rss_ratio} |"
+        )
+    ratio = f"{r['seconds'] / base['seconds']:.2f}x" if base and "seconds" in base else ""
     return f"| {name} | {r['seconds']:.2f} s | {ratio} | {rss:,.0f} MiB | {rss_ratio} |"
+
+
+TASKS = ("baseline", "load", "diagnose", "hta")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kernels", type=int, nargs="*", default=[1_000_000, 10_000_000])
-    ap.add_argument("--kineto-mb", type=float, default=500)
+    ap.add_argument(
+        "--kernels",
+        type=int,
+        nargs="*",
+        default=[1_000_000, 10_000_000],
+        help="nsys sizes to run (none: skip nsys)",
+    )
+    ap.add_argument("--kineto-mb", type=float, default=500, help="Kineto trace size (0: skip Kineto)")
     ap.add_argument("--data-dir", default=os.environ.get("KPROF_BENCH_DIR", "/tmp/kprof-bench"))
-    ap.add_argument("--hta-python", default=None, help="interpreter that has holistictraceanalysis installed")
-    ap.add_argument("--no-hta", action="store_true")
+    ap.add_argument(
+        "--tasks",
+        nargs="+",
+        choices=TASKS,
+        default=list(TASKS),
+        help="what to measure (default: all); 'load' is nsys only",
+    )
+    ap.add_argument(
+        "--hta-python",
+        default=None,
+        help="interpreter that has holistictraceanalysis installed (default: this one)",
+    )
+    ap.add_argument(
+        "--hta-timeout",
+        type=float,
+        default=1200,
+        help="seconds after which HTA is stopped and reported as '> N s' (default 1200)",
+    )
+    ap.add_argument(
+        "--hta-max-rss-gb",
+        type=float,
+        default=16,
+        help="GiB of process-tree RSS at which HTA is stopped (protects a shared machine)",
+    )
+    ap.add_argument("--no-hta", action="store_true", help="same as leaving hta out of --tasks")
     args = ap.parse_args()
+    tasks = set(args.tasks) - ({"hta"} if args.no_hta else set())
     sys.path.insert(0, str(HERE))
     import synth
 
@@ -122,12 +245,17 @@ def main() -> None:
         path = data / f"nsys_{n}.sqlite"
         if not path.exists():
             synth.make_nsys(path, n)
-        base = run("sqlite-numpy", path)
-        print(fmt_row(f"nsys {n:,} kernels: baseline sqlite3 -> numpy", base, None), flush=True)
-        load = run("kprof-load", path)
-        print(fmt_row(f"nsys {n:,} kernels: kprof load", load, base), flush=True)
-        k = run("kprof", path)
-        print(fmt_row(f"nsys {n:,} kernels: kprof load + diagnose", k, base), flush=True)
+        base = None
+        if "baseline" in tasks:
+            base = run("sqlite-numpy", path)
+            print(fmt_row(f"nsys {n:,} kernels: baseline sqlite3 -> numpy", base, None), flush=True)
+        if "load" in tasks:
+            load = run("kprof-load", path)
+            print(fmt_row(f"nsys {n:,} kernels: kprof load", load, base), flush=True)
+        if "diagnose" in tasks:
+            k = run("kprof", path)
+            print(fmt_row(f"nsys {n:,} kernels: kprof load + diagnose", k, base), flush=True)
+    notes: list[str] = []
     if args.kineto_mb:
         mb = args.kineto_mb
         kdir = data / f"kineto_{int(mb)}mb"
@@ -136,17 +264,34 @@ def main() -> None:
         if not path.exists():
             synth.make_kineto(path, mb)
         size = path.stat().st_size
-        base = run("json-load", path)
-        print(fmt_row(f"Kineto {size / 1e6:,.0f} MB: baseline json.load", base, None, size), flush=True)
-        k = run("kprof", path)
-        print(fmt_row(f"Kineto {size / 1e6:,.0f} MB: kprof load + diagnose", k, base, size), flush=True)
-        if not args.no_hta:
-            hta_py = args.hta_python or sys.executable
-            h = run("hta", path, python=hta_py)
-            print(fmt_row(f"Kineto {size / 1e6:,.0f} MB: HTA TraceAnalysis", h, base, size), flush=True)
-            if "seconds" in h and "seconds" in k:
-                print(f"\nHTA / kprof time: {h['seconds'] / k['seconds']:.2f}x; "
-                      f"HTA / kprof peak RSS: {h['peak_rss'] / k['peak_rss']:.2f}x")
+        label = f"Kineto {size / 1e6:,.0f} MB"
+        base = k = None
+        if "baseline" in tasks:
+            base = run("json-load", path)
+            print(fmt_row(f"{label}: baseline json.load", base, None, size), flush=True)
+        if "diagnose" in tasks:
+            k = run("kprof", path)
+            print(fmt_row(f"{label}: kprof load + diagnose", k, base, size), flush=True)
+        if "hta" in tasks:
+            hta_py, why = hta_python(args.hta_python)
+            if hta_py is None:
+                notes.append(f"HTA skipped: {why}.")
+            else:
+                h = run(
+                    "hta", path, python=hta_py, timeout=args.hta_timeout, max_rss=args.hta_max_rss_gb * 2**30
+                )
+                print(fmt_row(f"{label}: HTA TraceAnalysis (load)", h, base, size), flush=True)
+                if k and "seconds" in h and "seconds" in k and "error" not in h:
+                    more = "> " if "stopped" in h else ""
+                    notes.append(
+                        f"HTA / kprof time: {more}{h['seconds'] / k['seconds']:.1f}x; HTA / kprof peak RSS: "
+                        f"{more}{h['peak_rss'] / k['peak_rss']:.1f}x"
+                        + (f" (HTA stopped at its {h['stopped']})" if "stopped" in h else "")
+                    )
+    if notes:
+        print()
+        for line in notes:
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -156,3 +156,32 @@ named DRAM bound."""
 OCCUPANCY_MIN_WAVES = 0.99
 """Occupancy can limit only a grid that fills the resident slots it has (>= 1 wave at the current
 occupancy, as a grid-stride launch sized to the GPU does); with fewer blocks, the grid is the limit."""
+
+# ----------------------------------------------------------------------------- job
+# (owned by kprof/diagnose/job.py; measured on data/samples/multirank, 2x H200, 6 steps per rank)
+
+STRAGGLER_MIN_EXCESS = 0.25
+"""A rank is slow when its compute (non-NCCL kernel time) per step exceeds the typical rank's by more
+than 25%. Ranks doing identical work differ by up to 17% in the balanced ``ddp`` sample (median per
+step, nsys: 2.66 vs 2.28 ms; PyTorch profiler: 2.45 vs 2.67 ms): 25% is about 1.5x that. The
+``ddp_straggler`` sample's slow rank is +68% (4.35 vs 2.58 ms)."""
+
+STRAGGLER_MIN_STEP_SHARE = 0.05
+"""...and the excess is at least 5% of the median step: below that it is within run-to-run variation
+and would gain little (MIN_FINDING_SHARE)."""
+
+STRAGGLER_WAIT_MATCH = 0.50
+"""The other ranks wait for a slow rank when their exposed NCCL time per step exceeds the slow rank's
+by at least half of its compute excess. Physics: a blocking collective completes only when the last
+rank joins, so each millisecond a rank is late becomes a millisecond of the others' NCCL kernels
+spinning, less what overlapping compute hides (DDP overlaps the all-reduce with the backward pass).
+Measured: 0.80x (nsys) and 1.05x (PyTorch profiler) in ``ddp_straggler``; negative in ``ddp`` (there
+the rank with more compute waits more, not less)."""
+
+STRAGGLER_MAX_FRACTION = 0.125
+"""A straggler is an outlier: at most 1/8 of the ranks are slow (one 8-GPU node of a 64-rank job), and
+always at least one. When more ranks are slow, the work itself is split unevenly: load_imbalance."""
+
+LOAD_IMBALANCE_SPREAD = 0.25
+"""Compute per step differs across ranks by more than 25% of the typical rank's ((max - min) / typical):
+the same line as STRAGGLER_MIN_EXCESS, for a spread rather than an outlier."""

@@ -42,7 +42,9 @@ def test_template_shape(path: Path):
     # the verdicts come before any plot
     code = [c.source for c in cells if c.cell_type == "code"]
     first_overview = next(i for i, s in enumerate(code) if "overview(" in s)
-    first_plot = next(i for i, s in enumerate(code) if re.search(r"\bplot_\w+\(|timeline_explorer\(|kernel_picker\(", s))
+    first_plot = next(
+        i for i, s in enumerate(code) if re.search(r"\bplot_\w+\(|timeline_explorer\(|kernel_picker\(", s)
+    )
     assert first_overview < first_plot
     assert all(not c.get("outputs") for c in cells if c.cell_type == "code")  # shipped clean
 
@@ -84,10 +86,7 @@ def test_template_runs_on_the_samples_with_widgets(path: Path):
     assert _outputs(nb, report.DIAGNOSES_MIME) or path.stem == "03_mechanism"
     # live widgets, each with a static view that survives export
     widgets = [
-        o
-        for c in nb.cells
-        for o in c.get("outputs", [])
-        if report.WIDGET_VIEW_MIME in o.get("data", {})
+        o for c in nb.cells for o in c.get("outputs", []) if report.WIDGET_VIEW_MIME in o.get("data", {})
     ]
     assert widgets and all("text/html" in o["data"] for o in widgets)
     assert any("data:image/png;base64," in h for h in html) or _outputs(nb, "image/png")

@@ -4,13 +4,25 @@ Intervals are half-open ``[start, end)`` pairs of int64 nanoseconds given as two
 arrays. Every function is vectorized (a sort plus cumulative operations), so ten
 million kernels cost a few seconds at most and no Python loop per interval.
 A *union* is a canonical set: sorted, disjoint, non-empty intervals.
+
+The streaming functions (:func:`union_chunks`, :func:`gap_chunks`, :class:`UnionCursor`)
+take intervals already ordered by start, a chunk of arrays at a time, and never hold
+more than a chunk (plus what the caller keeps): the timeline diagnosis walks ten
+million kernels with them in bounded memory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 
 Pair = tuple[np.ndarray, np.ndarray]
+Chunk = tuple[np.ndarray, ...]
+"""``(starts, ends, *columns)``: intervals and per-interval values carried along."""
+
+NEG_INF = np.iinfo(np.int64).min
+POS_INF = np.iinfo(np.int64).max
 
 
 def _as_i64(a: np.ndarray | list[int]) -> np.ndarray:
@@ -34,12 +46,14 @@ def union(starts: np.ndarray | list[int], ends: np.ndarray | list[int]) -> Pair:
     if not keep.all():
         s = s[keep]
         e = e[keep]
+    del keep
     if len(s) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if len(s) > 1 and not bool(np.all(s[1:] >= s[:-1])):
+    if len(s) > 1 and not is_sorted(s):
         order = np.argsort(s, kind="stable")
         s = s[order]
         e = e[order]
+        del order
     # running maximum of the ends: an interval starts a new block when it begins after
     # everything before it has ended
     run_end = np.maximum.accumulate(e)
@@ -47,10 +61,28 @@ def union(starts: np.ndarray | list[int], ends: np.ndarray | list[int]) -> Pair:
     new_block[0] = True
     np.greater(s[1:], run_end[:-1], out=new_block[1:])
     first = np.flatnonzero(new_block)
-    last = np.empty_like(first)
-    last[:-1] = first[1:] - 1
-    last[-1] = len(s) - 1
-    return s[first].copy(), run_end[last].copy()
+    del new_block
+    out_s = s[first]
+    # a block ends where the next one starts: at the running maximum just before it
+    first[:-1] = first[1:] - 1
+    first[-1] = len(s) - 1
+    return out_s, run_end[first]
+
+
+def is_sorted(a: np.ndarray, chunk: int = 1 << 20) -> bool:
+    """Whether ``a`` is non-decreasing (checked a chunk at a time: no array-sized temporary).
+
+    Examples
+    --------
+    >>> is_sorted(np.array([1, 2, 2, 5])), is_sorted(np.array([3, 1]))
+    (True, False)
+    """
+    n = len(a)
+    for i in range(0, n - 1, chunk):
+        j = min(i + chunk, n - 1)
+        if not bool(np.all(a[i + 1 : j + 1] >= a[i:j])):
+            return False
+    return True
 
 
 def union_many(*pairs: Pair) -> Pair:
@@ -191,14 +223,199 @@ def containing(u: Pair, t: np.ndarray) -> np.ndarray:
     return np.where(ok, i, -1)
 
 
+# ----------------------------------------------------------------------------- streaming
+
+
+def union_chunks(chunks: Iterable[Chunk]) -> Iterator[Chunk]:
+    """Stream the union of intervals that arrive ordered by start, a chunk at a time.
+
+    Each input chunk is ``(starts, ends, *columns)``; starts must be non-decreasing within and
+    across chunks. Yields ``(block_starts, block_ends, *first)`` chunks of the union's blocks in
+    order, where ``first`` holds the columns' values of each block's first interval. Empty and
+    inverted intervals are dropped; touching intervals merge (as in :func:`union`). A block is
+    yielded once the next one has begun, so memory is one chunk plus one open block.
+
+    Examples
+    --------
+    >>> chunks = [(np.array([0, 2]), np.array([3, 4]), np.array([7, 8])), (np.array([4, 9]), np.array([6, 9]),
+    ...           np.array([5, 6]))]
+    >>> [tuple(a.tolist() for a in c) for c in union_chunks(chunks)]
+    [([0], [6], [7])]
+    """
+    open_start = 0
+    open_end = NEG_INF
+    open_first: tuple[object, ...] = ()
+    started = False
+    for ch in chunks:
+        s, e = ch[0], ch[1]
+        cols = ch[2:]
+        keep = e > s
+        if not keep.all():
+            s, e = s[keep], e[keep]
+            cols = tuple(c[keep] for c in cols)
+        if len(s) == 0:
+            continue
+        run = np.maximum.accumulate(e)
+        if started:
+            np.maximum(run, open_end, out=run)
+        prev = np.empty_like(run)
+        prev[0] = open_end
+        prev[1:] = run[:-1]
+        bound = np.flatnonzero(s > prev) if started else np.flatnonzero(s[1:] > run[:-1]) + 1
+        if not started:
+            bound = np.concatenate(([0], bound))
+        if len(bound) == 0:
+            open_end = int(run[-1])
+            continue
+        if started:
+            # the open block and the blocks begun before the last boundary are closed now
+            starts = np.concatenate(([open_start], s[bound[:-1]]))
+            ends = prev[bound]
+            first = tuple(
+                np.concatenate((np.array([f], dtype=c.dtype), c[bound[:-1]]))
+                for f, c in zip(open_first, cols, strict=True)
+            )
+        else:
+            starts = s[bound[:-1]]
+            ends = prev[bound[1:]]
+            first = tuple(c[bound[:-1]] for c in cols)
+        last = int(bound[-1])
+        open_start, open_end = int(s[last]), int(run[-1])
+        open_first = tuple(c[last] for c in cols)
+        started = True
+        if len(starts):
+            yield (starts, ends, *first)
+    if started:
+        yield (
+            np.array([open_start], np.int64),
+            np.array([open_end], np.int64),
+            *(np.array([f]) for f in open_first),
+        )
+
+
+def gap_chunks(blocks: Iterable[Chunk], n_cols: int = 0) -> Iterator[Chunk]:
+    """The complement of a streamed union: ``(gap_starts, gap_ends, *next)`` chunks in order.
+
+    ``blocks`` is what :func:`union_chunks` yields. The first gap starts at :data:`NEG_INF`
+    and the last ends at :data:`POS_INF` (clip them to a window); ``next`` holds the columns
+    of the block that ends each gap (its first interval's), -1 for the last gap. ``n_cols``
+    is the number of columns, for the case of no blocks at all.
+
+    Examples
+    --------
+    >>> blocks = [(np.array([0, 10]), np.array([5, 20]), np.array([1, 2]))]
+    >>> [a.tolist() for a in next(gap_chunks(blocks, 1))]
+    [[-9223372036854775808, 5], [0, 10], [1, 2]]
+    """
+    prev_end = NEG_INF
+    for b in blocks:
+        bs, be = b[0], b[1]
+        if len(bs) == 0:
+            continue
+        gs = np.empty(len(bs), np.int64)
+        gs[0] = prev_end
+        gs[1:] = be[:-1]
+        prev_end = int(be[-1])
+        n_cols = len(b) - 2
+        yield (gs, bs, *b[2:])
+    yield (
+        np.array([prev_end], np.int64),
+        np.array([POS_INF], np.int64),
+        *(np.array([-1], np.int64) for _ in range(n_cols)),
+    )
+
+
+def clip_to_windows(starts: np.ndarray, ends: np.ndarray, windows: Pair) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pieces of sorted disjoint intervals inside a union of windows: (piece starts, ends, source index).
+
+    An interval that spans several windows gives one piece per window; ``source index`` says
+    which input interval each piece comes from (to carry its columns along).
+
+    Examples
+    --------
+    >>> s, e, i = clip_to_windows(np.array([0, 20]), np.array([10, 40]), (np.array([5, 25]), np.array([22, 30])))
+    >>> s.tolist(), e.tolist(), i.tolist()
+    ([5, 20, 25], [10, 22, 30], [0, 1, 1])
+    """
+    ws, we = windows
+    if len(ws) == 0 or len(starts) == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    if len(ws) == 1:
+        lo, hi = int(ws[0]), int(we[0])
+        idx = np.flatnonzero((ends > lo) & (starts < hi))
+        return np.maximum(starts[idx], lo), np.minimum(ends[idx], hi), idx
+    j0 = np.searchsorted(we, starts, side="right")  # first window ending after the start
+    j1 = np.searchsorted(ws, ends, side="left")  # windows starting before the end
+    cnt = np.maximum(j1 - j0, 0)
+    idx = np.repeat(np.arange(len(starts)), cnt)
+    offset = np.arange(len(idx)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    w = j0[idx] + offset
+    ps = np.maximum(starts[idx], ws[w])
+    pe = np.minimum(ends[idx], we[w])
+    keep = pe > ps
+    return ps[keep], pe[keep], idx[keep]
+
+
+class UnionCursor:
+    """Per-interval overlap of queries with the union of a stream of start-ordered intervals.
+
+    Queries must come in time order: each call's intervals start no earlier than the previous
+    call's intervals ended (as gaps do when walked from first to last). The cursor reads the
+    stream only as far as the queries reach and forgets blocks behind them, so memory stays
+    at about one chunk of the stream.
+
+    Examples
+    --------
+    >>> cur = UnionCursor([(np.array([0, 10]), np.array([5, 20]))])
+    >>> cur.overlap(np.array([3]), np.array([12])).tolist(), cur.overlap(np.array([15]), np.array([30])).tolist()
+    ([4], [5])
+    """
+
+    def __init__(self, chunks: Iterable[Chunk]) -> None:
+        self._blocks = union_chunks(chunks)
+        self._s = np.zeros(0, np.int64)
+        self._e = np.zeros(0, np.int64)
+        self._done = False
+
+    def overlap(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        if len(starts) == 0:
+            return np.zeros(0, np.int64)
+        lo, hi = int(starts.min()), int(ends.max())
+        k = int(np.searchsorted(self._e, lo, side="right"))
+        s, e = self._s[k:], self._e[k:]
+        parts_s, parts_e = [s], [e]
+        last_start = int(s[-1]) if len(s) else NEG_INF
+        while not self._done and last_start < hi:
+            b = next(self._blocks, None)
+            if b is None:
+                self._done = True
+                break
+            k = int(np.searchsorted(b[1], lo, side="right"))
+            parts_s.append(b[0][k:])
+            parts_e.append(b[1][k:])
+            last_start = int(b[0][-1])
+        if len(parts_s) > 1:
+            s, e = np.concatenate(parts_s), np.concatenate(parts_e)
+        self._s, self._e = s, e
+        return per_interval_overlap((starts, ends), (s, e))
+
+
 __all__ = [
+    "NEG_INF",
+    "POS_INF",
+    "UnionCursor",
     "clip",
+    "clip_to_windows",
     "containing",
+    "gap_chunks",
     "gaps",
     "intersect",
+    "is_sorted",
     "overlap_total",
     "per_interval_overlap",
     "total",
     "union",
+    "union_chunks",
     "union_many",
 ]

@@ -135,3 +135,11 @@ def test_snapshots_with_stable_ids():
     _check_snapshot("timeline.html", t)
     _check_snapshot("kernel_profile.html", k)
     _check_snapshot("overview.html", o)
+
+
+def test_diagnosis_css_reaches_the_browser_unescaped():
+    # inside <style> the browser does not unescape entities: quoted selectors must stay quoted
+    h = make().to_html()
+    assert 'body[data-jp-theme-light="false"] .kp-root' in h
+    style = re.search(r"<style>(.*?)</style>", h, re.S).group(1)
+    assert "&#34;" not in style and "&#39;" not in style and "&quot;" not in style
