@@ -48,14 +48,8 @@ def main() -> int:
     parts = []
     with tempfile.TemporaryDirectory(prefix="kprof-bench-") as tmp:
         for stage in inputs.stages():
-            params = {"interactive": False}
-            if stage == "timeline":
-                params["timeline_paths"] = list(inputs.timelines)
-            else:
-                params["kernel_paths"] = list(inputs.kernels)
-                params["pairs"] = [list(p) for p in inputs.pairs]
             t0 = time.perf_counter()
-            nb = report.execute_template(stage, params, Path(tmp))
+            nb = report.execute_template(stage, report.stage_parameters(stage, inputs), Path(tmp))
             dt = time.perf_counter() - t0
             rows.append((f"execute {report.TEMPLATES[stage]}", dt))
             per_cell = [

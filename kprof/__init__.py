@@ -14,8 +14,10 @@ __version__ = "0.1.0"
 # kprof.diagnose after kprof.diagnose.timeline & co. are imported later.
 import kprof.diagnose as _diagnose_pkg  # noqa: F401  (see above)
 from kprof.api import diagnose, diagnose_many
+from kprof.diagnose.compare import compare
 from kprof.errors import KprofError, KprofInputError, MissingToolError
 from kprof.io import load
+from kprof.jobs import diagnose_job
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -44,7 +46,9 @@ __all__ = [
     "SubjectKind",
     "Verdict",
     "__version__",
+    "compare",
     "diagnose",
+    "diagnose_job",
     "diagnose_many",
     "load",
 ]

@@ -44,33 +44,95 @@ def _internal(where: str, exc: BaseException) -> int:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from kprof.api import diagnose
 
+    paths: list[str] = list(args.paths)
+    rank_globs: list[str] = list(getattr(args, "ranks", None) or [])
+    if not paths and not rank_globs:
+        _err("diagnose: give PATH ... or --ranks GLOB (see kprof diagnose --help)")
+        return EXIT_BAD_INPUT
     out: list[dict[str, Any]] = []
     status = EXIT_OK
     first = True
-    for path in args.paths:
-        try:
-            diags = diagnose(path)
-        except KprofError as exc:
-            _err(str(exc))
-            status = EXIT_BAD_INPUT
-            continue
-        except Exception as exc:
-            _internal(path, exc)
-            if status == EXIT_OK:
-                status = EXIT_INTERNAL
-            continue
+
+    def emit(diags: list[Any]) -> None:
+        nonlocal first
         if args.json:
             out.extend(d.to_dict() for d in diags)
-        else:
-            for d in diags:
-                if not first:
-                    print()
-                first = False
-                print(d.to_text())
+            return
+        for d in diags:
+            if not first:
+                print()
+            first = False
+            print(d.to_text())
+
+    def fail(where: str, exc: Exception) -> None:
+        nonlocal status
+        if isinstance(exc, KprofError):
+            _err(str(exc))
+            status = EXIT_BAD_INPUT
+            return
+        _internal(where, exc)
+        if status == EXIT_OK:
+            status = EXIT_INTERNAL
+
+    # jobs: each --ranks GLOB is one job (ranks from metadata, else in the glob's order); among
+    # the positional paths, timeline captures whose metadata names distinct ranks of one job
+    jobs: list[list[str]] = []
+    for g in rank_globs:
+        try:
+            from kprof.jobs import expand_paths
+
+            jobs.append(expand_paths(g))
+        except Exception as exc:
+            fail(g, exc)
+    first_of: dict[str, list[str]] = {}
+    in_job: set[str] = set()
+    if len(paths) >= 2:
+        from kprof.jobs import find_jobs
+
+        auto, _rest = find_jobs(paths)
+        for j in auto:
+            first_of[j[0]] = j
+            in_job.update(j)
+    engine = "dask" if args.scheduler and args.engine == "local" else args.engine
+
+    def run_job(files: list[str]) -> None:
+        from kprof.jobs import diagnose_job
+
+        try:
+            diags = diagnose_job(files, engine=engine, workers=args.workers, scheduler=args.scheduler)
+        except Exception as exc:
+            fail(files[0] if len(files) == 1 else f"job of {len(files)} ranks ({files[0]}, ...)", exc)
+            return
+        emit(diags)
+
+    for files in jobs:
+        run_job(files)
+    for path in paths:
+        if path in first_of:
+            run_job(first_of[path])
+            continue
+        if path in in_job:
+            continue
+        try:
+            diags = diagnose(path)
+        except Exception as exc:
+            fail(path, exc)
+            continue
+        emit(diags)
     if args.json:
         json.dump({"diagnoses": out}, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     return status
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
 
 
 def _not_yet(name: str, issue: str) -> Any:
@@ -96,8 +158,35 @@ def build_parser() -> argparse.ArgumentParser:
         description="Diagnose timeline captures (.nsys-rep, nsys .sqlite, PyTorch profiler "
         ".json/.json.gz) and kernel reports (.ncu-rep, ncu --csv exports).",
     )
-    d.add_argument("paths", nargs="+", metavar="PATH")
+    d.add_argument("paths", nargs="*", metavar="PATH")
     d.add_argument("--json", action="store_true", help='print {"diagnoses": [...]} as JSON')
+    j = d.add_argument_group(
+        "jobs (many ranks)",
+        "Timeline captures whose metadata names distinct ranks of one job (PyTorch profiler distributedInfo, "
+        "the launcher's RANK in an nsys capture) are diagnosed as one job: the job's verdict (straggler, "
+        "communication_bound, load_imbalance, or the bottleneck the ranks share) first, then each rank's.",
+    )
+    j.add_argument(
+        "--ranks",
+        metavar="GLOB",
+        action="append",
+        help="one capture per rank of one job, as a quoted glob ('traces/rank*.json.gz'); ranks come from the "
+        "files' metadata, else from the natural order of the names (may repeat: one job each)",
+    )
+    j.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="where each rank is reduced: a local process pool (default) or a Dask cluster",
+    )
+    j.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Dask scheduler address (tcp://host:8786); implies --engine dask",
+    )
+    j.add_argument(
+        "--workers", type=_positive_int, metavar="N", help="worker processes (default: the CPU count)"
+    )
     d.set_defaults(func=cmd_diagnose)
 
     c = sub.add_parser("compare", help="check a fix: compare BEFORE and AFTER profiles")

@@ -17,12 +17,14 @@ export.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
 import html as htmllib
 import io
 import json
+import multiprocessing
 import os
 import re
 import sys
@@ -178,6 +180,19 @@ class Inputs:
         if self.kernels:
             out += ["kernel", "mechanism"]
         return out
+
+
+def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
+    """The papermill parameters of ``stage``'s template for these inputs (static views only)."""
+    params: dict[str, Any] = {"interactive": False}
+    if stage == "timeline":
+        params["timeline_paths"] = list(inputs.timelines)
+    elif stage in ("kernel", "mechanism"):
+        params["kernel_paths"] = list(inputs.kernels)
+        params["pairs"] = [list(p) for p in inputs.pairs]
+    else:
+        raise ValueError(f"unknown stage {stage!r} (known: {', '.join(TEMPLATES)})")
+    return params
 
 
 def sort_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
@@ -431,7 +446,7 @@ def _kernel_manager_class(workdir: Path, log: Path) -> type:
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
 
-    ipc_prefix = str(workdir / "kernel")
+    ipc_prefix = str(workdir / log.stem)  # one prefix per notebook: kernels never share a socket
 
     class ThisPythonKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs: Any) -> None:
@@ -635,6 +650,7 @@ def build_report(
     show_code: bool = False,
     *,
     log: TextIO | None = sys.stderr,
+    jobs: int | None = None,
 ) -> Path:
     """Fill, execute and export the template notebooks as one self-contained HTML report.
 
@@ -648,6 +664,9 @@ def build_report(
         Keep the notebooks' input cells in the report.
     log
         Where progress goes, one line per notebook with its time (None: silent).
+    jobs
+        Notebooks executed at once, each in its own process and kernel (default: all of
+        them; 1 runs them one after the other in this process).
 
     Returns
     -------
@@ -690,23 +709,28 @@ def build_report(
     say(
         f"{n_in} inputs ({len(inputs.timelines)} timeline, {len(inputs.kernels)} kernel) -> {len(stages)} notebooks"
     )
-    parts: list[tuple[str, Any]] = []
-    timings: list[tuple[str, float]] = []
+    n_jobs = max(1, min(len(stages), jobs if jobs is not None else len(stages)))
+    done: dict[str, tuple[float, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:
         workdir = Path(tmp)
-        for i, stage in enumerate(stages, 1):
-            params: dict[str, Any] = {"interactive": False}
-            if stage == "timeline":
-                params["timeline_paths"] = list(inputs.timelines)
-            else:
-                params["kernel_paths"] = list(inputs.kernels)
-                params["pairs"] = [list(p) for p in inputs.pairs]
-            t0 = time.perf_counter()
-            nb = execute_template(stage, params, workdir)
-            dt = time.perf_counter() - t0
-            timings.append((TEMPLATES[stage].removesuffix(".ipynb"), dt))
-            say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
-            parts.append((stage, nb))
+        tasks = [(stage, stage_parameters(stage, inputs), workdir) for stage in stages]
+        if n_jobs == 1:
+            results: Iterable[tuple[str, float, Any]] = (_run_stage(*t) for t in tasks)
+            for i, (stage, dt, nb) in enumerate(results, 1):
+                done[stage] = (dt, nb)
+                say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
+        else:
+            # one process per notebook (each runs its own kernel): start-up, loading and plotting
+            # overlap; "spawn" is safe even when called from a threaded host such as Jupyter
+            ctx = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=ctx) as pool:
+                futures = [pool.submit(_run_stage, *t) for t in tasks]
+                for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+                    stage, dt, nb = fut.result()
+                    done[stage] = (dt, nb)
+                    say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
+        parts = [(stage, done[stage][1]) for stage in stages]
+        timings = [(TEMPLATES[stage].removesuffix(".ipynb"), done[stage][0]) for stage in stages]
         t0 = time.perf_counter()
         merged = merge_notebooks(parts, inputs, show_code)
         merged.cells.append(_footer(timings, time.perf_counter() - t_start))
@@ -716,6 +740,12 @@ def build_report(
     total = time.perf_counter() - t_start
     say(f"exported in {dt:.1f} s; wrote {out_path} ({len(body) / 1e6:.1f} MB) in {total:.1f} s")
     return out_path
+
+
+def _run_stage(stage: str, params: dict[str, Any], workdir: Path) -> tuple[str, float, Any]:
+    t0 = time.perf_counter()
+    nb = execute_template(stage, params, workdir)
+    return stage, time.perf_counter() - t0, nb
 
 
 def cli(args: argparse.Namespace) -> int:
@@ -741,6 +771,7 @@ __all__ = [
     "sample_paths",
     "samples_dir",
     "sort_inputs",
+    "stage_parameters",
     "template_path",
     "timeline_explorer",
     "timeline_gaps",

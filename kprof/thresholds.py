@@ -62,10 +62,6 @@ TOP_KERNELS = 3
 """Kernels named (with their ncu command) in a gpu_bound diagnosis: the three largest shares of GPU
 time, enough to cover most of a typical capture while keeping the output short."""
 
-PERSISTENT_GRID_MAX_WAVES = 4
-"""A grid whose block count is an exact multiple (1..4) of the SM count looks like a persistent
-kernel (one block or a few per SM looping over work); ncu's kernel replay breaks those, so the ncu
-command adds ``--replay-mode application`` for them (DESIGN.md)."""
 
 # ----------------------------------------------------------------------------- kernel
 # (owned by kprof/diagnose/kernel.py and kprof/diagnose/sass.py)
@@ -167,8 +163,9 @@ step, nsys: 2.66 vs 2.28 ms; PyTorch profiler: 2.45 vs 2.67 ms): 25% is about 1.
 ``ddp_straggler`` sample's slow rank is +68% (4.35 vs 2.58 ms)."""
 
 STRAGGLER_MIN_STEP_SHARE = 0.05
-"""...and the excess is at least 5% of the median step: below that it is within run-to-run variation
-and would gain little (MIN_FINDING_SHARE)."""
+"""...and both the excess and the others' extra wait per step are at least 5% of the median step:
+below that the difference is within run-to-run variation and waiting for the rank costs the job
+little (MIN_FINDING_SHARE)."""
 
 STRAGGLER_WAIT_MATCH = 0.50
 """The other ranks wait for a slow rank when their exposed NCCL time per step exceeds the slow rank's
@@ -185,3 +182,43 @@ always at least one. When more ranks are slow, the work itself is split unevenly
 LOAD_IMBALANCE_SPREAD = 0.25
 """Compute per step differs across ranks by more than 25% of the typical rank's ((max - min) / typical):
 the same line as STRAGGLER_MIN_EXCESS, for a spread rather than an outlier."""
+
+# ----------------------------------------------------------------------------- compare
+# (owned by kprof/diagnose/compare.py)
+
+NCU_DURATION_NOISE = 0.02
+"""Two ncu durations of the same kernel differ beyond noise only when their ratio is beyond 1.02.
+Measured on the H200 (data/samples/ncu_noise.csv, from data/samples/measure_ncu_noise.sh): one kernel's
+``gpu__time_duration.sum`` under ``ncu --clock-control none``, 3 processes x 3 launches, for 4 kernels of
+0.36-2.1 ms: coefficient of variation <= 0.30%, max-min spread <= 0.92% of the mean (max/min ratio
+1.0093). 2% is over twice the largest spread and almost 5 standard deviations of the difference of two
+single launches (sqrt(2) x 0.30% = 0.42%). ncu's default ``--clock-control base`` locks the clocks and
+only narrows the spread, so 2% stays conservative there."""
+
+TIMELINE_NOISE_Z = 3.0
+"""Within a capture, per-step durations give each median step time a standard error; two medians differ
+beyond that noise when their ratio is more than 3 combined standard errors from 1 (99.7% two-sided for
+a normal spread: with one comparison per fix, a false "improved" should be rare)."""
+
+TIMELINE_MIN_NOISE = NCU_DURATION_NOISE
+"""Floor of a timeline comparison whose steps are GPU-limited: a step cannot repeat across processes
+better than the kernels in it (NCU_DURATION_NOISE). Measured on the H200 (3 processes each under nsys,
+data/samples/workloads/timeline): the median GPU step time of gpu_bound varied by 0.10% and of
+pair_graph --graph by 0.04% between processes, so 2% is conservative. Also the fallback for a
+GPU-limited capture-vs-capture comparison (no steps, hence no dispersion of its own)."""
+
+TIMELINE_HOST_BOUND_NOISE = 0.70
+"""Floor when either capture's steady state is host-limited (GPU busy < GPU_BOUND_BUSY_FRACTION): a
+host-bound loop's speed varies between processes far more than within one capture. Measured on the H200
+(3 processes each under nsys, same flags as the samples): median step time of host_launch_bound
+3.01 / 3.07 / 4.98 ms (max/min 1.65, while each capture's own standard error of the median was
+0.6-1.9%), pair_graph (eager) 0.98 / 1.20 / 1.29 ms (1.31), sync_bound 3.06 / 3.15 / 3.44 ms (1.13).
+A single pair of host-bound captures therefore shows a change only beyond 1.7x (1.65 rounded up);
+below that, capture each side several times."""
+
+EXPECTATION_MIN_PROGRESS = DOMINANT_SHARE
+"""An expectation with a target is met when the metric moved the predicted way by more than the noise
+and covered at least half of the predicted distance from its value before to the target (or passed it).
+The targets are estimates of what removing one mechanism wins; a fix that delivers more than half of
+the predicted move has removed the dominant part of it (DOMINANT_SHARE), less than half means the
+mechanism is mostly still there or the prediction was wrong, and the check says how far it got."""

@@ -13,7 +13,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from kprof import report
 from kprof.cli import main
 from kprof.errors import KprofInputError
 
+from . import browser
 from .conftest import SAMPLES
 
 EVIL = "<script>alert(1)</script>"
@@ -252,31 +252,8 @@ def test_profile_strings_are_text_not_markup(built):
 # ------------------------------------------------------------------ the browser
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        exe = shutil.which(name)
-        if exe:
-            return exe
-    if os.environ.get("KPROF_REQUIRE_CHROMIUM"):
-        pytest.fail("chromium is required (KPROF_REQUIRE_CHROMIUM is set) but not on PATH")
-    pytest.skip("chromium not installed (apt-get install chromium); the browser tests need it")
-
-
-def _run_chromium(exe: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [
-        exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", f"--user-data-dir={tmp / 'profile'}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: nothing can be fetched
-        *args,
-    ]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-
-
-# Runs in a copy of the report once everything has loaded, writes what it saw into the DOM.
+# Runs in a copy of the report once everything has loaded; reports what it saw.
 PROBE = """
-<script>
-setTimeout(() => {
   const shown = (el) => {
     const r = el.getBoundingClientRect(), s = getComputedStyle(el);
     return r.width > 0 && r.height > 0 && s.display !== "none" && s.visibility !== "hidden"
@@ -293,28 +270,19 @@ setTimeout(() => {
     scripts: document.querySelectorAll("script").length,
     evil_as_text: document.body.innerText.includes("<script>alert(1)<\\/script>"),
   };
-  const pre = document.createElement("pre");
-  pre.id = "kp-probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-}, 1000);
-</script>
+  kpProbe(out);
 """
 
 
 @pytest.fixture(scope="session")
 def browser_view(built, tmp_path_factory) -> dict:
-    exe = _chromium()
+    exe = browser.chromium()
     d = tmp_path_factory.mktemp("browser")
-    probe = d / "probed.html"
-    probe.write_text(built["html"].replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    r = _run_chromium(exe, d, "--virtual-time-budget=20000", "--dump-dom", probe.as_uri())
-    m = re.search(r'<pre id="kp-probe">(.*?)</pre>', r.stdout, re.S)
-    assert m, f"chromium printed no probe result (rc={r.returncode}): {r.stderr[-2000:]}"
+    seen = browser.probe(exe, d, built["html"], PROBE)
     shot = d / "report.png"
-    r2 = _run_chromium(exe, d, "--window-size=1280,2400", f"--screenshot={shot}", built["path"].as_uri())
-    assert shot.is_file(), r2.stderr[-2000:]
-    return {"probe": json.loads(htmllib.unescape(m.group(1))), "screenshot": shot}
+    r = browser.run(exe, d, "--window-size=1280,2400", f"--screenshot={shot}", built["path"].as_uri())
+    assert shot.is_file(), r.stderr[-2000:]
+    return {"probe": seen, "screenshot": shot}
 
 
 @pytest.mark.slow
@@ -355,3 +323,21 @@ def test_unreadable_report_fails_with_one_line_and_writes_nothing(tmp_path):
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("kprof: error:")]
     assert len(errors) == 1 and "broken.ncu-rep" in errors[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.ncu-rep"]
+
+
+@pytest.mark.slow
+def test_parallel_runs_do_not_clobber_each_other(tmp_path):
+    trace = crafted_trace(tmp_path / "cap.json")
+    out = tmp_path / "out" / "report.html"
+    cmd = [sys.executable, "-m", "kprof", "report", str(trace), "-o", str(out)]
+    runs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in runs]
+    for rc, err in results:
+        assert rc == 0, err
+        progress = [ln for ln in err.splitlines() if ln.startswith("kprof report:")]
+        assert any("01_timeline.ipynb executed in" in ln for ln in progress)
+    html = out.read_text(encoding="utf-8")
+    assert html.rstrip().endswith("</html>") and "GPU-bound" in html
+    assert sorted(p.name for p in out.parent.iterdir()) == ["report.html"]

@@ -17,12 +17,13 @@ from kprof import report
 
 from .conftest import REPO
 
-TEMPLATES = sorted((REPO / "kprof" / "templates").glob("*.ipynb"))
+TEMPLATES = [REPO / "kprof" / "templates" / name for name in report.TEMPLATES.values()]
 EXAMPLES = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 def test_the_three_stages_are_shipped_in_the_package():
-    assert [p.name for p in TEMPLATES] == sorted(report.TEMPLATES.values())
+    shipped = {p.name for p in (REPO / "kprof" / "templates").glob("*.ipynb")}
+    assert {"01_timeline.ipynb", "02_kernel.ipynb", "03_mechanism.ipynb"} <= shipped
     for stage in report.TEMPLATES:
         assert report.template_path(stage).is_file()
 
@@ -57,11 +58,36 @@ def test_examples_are_clean(path: Path):
     assert "data/samples" in "".join(c.source for c in nb.cells)
 
 
-def _run(path: Path):
+# A few samples of each kind (both timeline formats, a before/after pair), so that the templates
+# run quickly here; the report test runs them on every sample.
+SUBSET = {
+    "timeline_paths": ["timeline/host_launch_bound.sqlite", "timeline/pair_graph_after.json.gz"],
+    "kernel_paths": [
+        "ncu/pair_transpose_before.ncu-rep",
+        "ncu/pair_transpose_after.ncu-rep",
+        "ncu/no_tensor_cores.ncu-rep",
+    ],
+}
+
+
+def _run(path: Path, tmp_path: Path | None = None, subset: bool = False):
     from nbmake.nb_run import NotebookRun
 
-    if report.samples_dir() is None:
+    samples = report.samples_dir()
+    if samples is None:
         pytest.skip("no data/samples")
+    if subset:
+        # nbmake's mocks set variables right after the parameters cell, as papermill would
+        nb = nbformat.read(path, as_version=4)
+        (params,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        mock = {
+            k: [str(samples / f) for f in v]
+            for k, v in SUBSET.items()
+            if re.search(rf"^{k} = ", params.source, re.M)
+        }
+        params.metadata["nbmake"] = {"mock": mock}
+        path = tmp_path / path.name
+        nbformat.write(nb, path)
     result = NotebookRun(path, default_timeout=600).execute()
     assert result.error is None, f"{path.name} failed:\n{result.error.summary}\n{result.error.trace[-3000:]}"
     return result.nb
@@ -79,10 +105,15 @@ def _outputs(nb, mime: str) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
-def test_template_runs_on_the_samples_with_widgets(path: Path):
-    nb = _run(path)
+def test_template_runs_on_samples_with_widgets(path: Path, tmp_path: Path):
+    nb = _run(path, tmp_path, subset=True)
     html = _outputs(nb, "text/html")
     assert "kp-overview" in html[0]  # the verdicts are the first thing shown
+    shown = " ".join(html)
+    assert (
+        "sync_bound.sqlite" not in shown and "atomic_contention.ncu-rep" not in shown
+    )  # the subset was used
+    assert ("host_launch_bound.sqlite" in shown) == (path.stem == "01_timeline")
     assert _outputs(nb, report.DIAGNOSES_MIME) or path.stem == "03_mechanism"
     # live widgets, each with a static view that survives export
     widgets = [

@@ -343,6 +343,9 @@ def clip_to_windows(starts: np.ndarray, ends: np.ndarray, windows: Pair) -> tupl
         return z, z, z
     if len(ws) == 1:
         lo, hi = int(ws[0]), int(we[0])
+        if hi <= lo:
+            z = np.zeros(0, np.int64)
+            return z, z, z
         idx = np.flatnonzero((ends > lo) & (starts < hi))
         return np.maximum(starts[idx], lo), np.minimum(ends[idx], hi), idx
     j0 = np.searchsorted(we, starts, side="right")  # first window ending after the start

@@ -207,7 +207,9 @@ def _launch_times(tl: Timeline, corr: np.ndarray, fallback: np.ndarray) -> np.nd
     return np.where(ok, api.start_ns[order[ic]], fallback)
 
 
-def _grouped_union(starts: np.ndarray, ends: np.ndarray, group: np.ndarray, n_groups: int) -> tuple[Pair, np.ndarray]:
+def _grouped_union(
+    starts: np.ndarray, ends: np.ndarray, group: np.ndarray, n_groups: int
+) -> tuple[Pair, np.ndarray]:
     """Union of intervals within each group (never across groups): the intervals and each one's group.
 
     Groups are moved apart on one axis (group * span) so that one vectorized union serves all.
@@ -304,15 +306,18 @@ def summarize_timeline(
     # steps, projected onto the GPU through the launch calls
     hs, he, numbers, label = _steps(tl)
     if len(hs) == 0:
-        hs = np.array([min(int(ks.min()), int(tl.api.start_ns.min()) if len(tl.api) else int(ks.min()))], np.int64)
+        hs = np.array(
+            [min(int(ks.min()), int(tl.api.start_ns.min()) if len(tl.api) else int(ks.min()))], np.int64
+        )
         he = np.array([int(ke.max()) + 1], np.int64)
         numbers = np.zeros(1, np.int64)
         label = "whole capture"
         notes.append("no profiler steps or repeated NVTX ranges: the whole capture is one step")
     t_launch = _launch_times(tl, k.correlation[m], ks)
-    step_idx = iv.containing((hs, he), t_launch) if len(hs) > 1 or label != "whole capture" else np.zeros(len(ks), np.int64)
-    if label != "whole capture" and bool(np.any(he[:-1] > hs[1:])):
-        # overlapping host windows (unusual): containing() needs disjoint ones
+    if label == "whole capture":
+        step_idx = np.zeros(len(ks), np.int64)
+    else:
+        # the step whose host window holds the launch call (windows sorted by start; the latest that began)
         step_idx = np.searchsorted(hs, t_launch, side="right") - 1
         step_idx = np.where((step_idx >= 0) & (t_launch < he[np.maximum(step_idx, 0)]), step_idx, -1)
     inside = step_idx >= 0
@@ -333,11 +338,15 @@ def summarize_timeline(
     # exposed: NCCL time not covered by any compute kernel of the GPU (of any step)
     comp_all = iv.union(ks[~is_nccl], ke[~is_nccl])
     ov = iv.per_interval_overlap(nccl_u, comp_all) if len(nccl_u[0]) else np.zeros(0, np.int64)
-    nccl_exposed = np.bincount(nccl_g, weights=((nccl_u[1] - nccl_u[0]) - ov).astype(np.float64), minlength=n_steps)
+    nccl_exposed = np.bincount(
+        nccl_g, weights=((nccl_u[1] - nccl_u[0]) - ov).astype(np.float64), minlength=n_steps
+    )
     exposed = nccl_exposed[:n_steps].astype(np.int64)
     keep = np.flatnonzero(has)
     if len(keep) < n_steps:
-        notes.append(f"{n_steps - len(keep)} of {n_steps} steps launched no kernel on the GPU and are left out")
+        notes.append(
+            f"{n_steps - len(keep)} of {n_steps} steps launched no kernel on the GPU and are left out"
+        )
     first_k, last_k = first[keep], last[keep]
     period = np.empty(len(keep), np.int64)
     if len(keep):
@@ -386,7 +395,7 @@ def summarize_timeline(
         nccl_ns=nccl[keep],
         exposed_ns=exposed[keep],
         busy_ns=busy_t[keep],
-        kernel_count=int(len(ks)),
+        kernel_count=len(ks),
         nccl_kernel_count=int(np.count_nonzero(is_nccl)),
         top_kernels=top,
         sample_step=sample_step,
@@ -558,7 +567,9 @@ def _slow_ranks(st: JobStats, metric: str, step_med: float) -> _Slow:
 
 def _subject(job: str, summaries: Sequence[RankSummary]) -> Subject:
     gpus = {s.gpu for s in summaries if s.gpu}
-    return Subject(kind=SubjectKind.JOB, name=job, ranks=len(summaries), device=gpus.pop() if len(gpus) == 1 else None)
+    return Subject(
+        kind=SubjectKind.JOB, name=job, ranks=len(summaries), device=gpus.pop() if len(gpus) == 1 else None
+    )
 
 
 def _coverage_note(summaries: Sequence[RankSummary], st: JobStats) -> str:
@@ -575,8 +586,11 @@ def _coverage_note(summaries: Sequence[RankSummary], st: JobStats) -> str:
     return "Measured over " + "; ".join(parts) + "."
 
 
-def _kernel_delta(slow: Sequence[RankSummary], others: Sequence[RankSummary]) -> list[tuple[str, float, float, float]]:
+def _kernel_delta(
+    slow: Sequence[RankSummary], others: Sequence[RankSummary]
+) -> list[tuple[str, float, float, float]]:
     """Per kernel name: (name, extra ns per step on the slow ranks, launches per step there, launches on the others)."""
+
     def table(group: Sequence[RankSummary]) -> dict[str, tuple[float, float]]:
         acc: dict[str, list[tuple[float, float]]] = {}
         for s in group:
@@ -605,7 +619,6 @@ def _straggler(
     ref_others = float(np.median(sl.values[others]))
     excess = sl.values[sl.slow] - ref_others
     worst = int(np.argmax(np.where(sl.slow, sl.values, -np.inf)))
-    worst_excess = float(sl.values[worst] - ref_others)
     exposed = st.median("exposed_ns")
     w_others = float(np.median(exposed[others]))
     w_slow = float(np.median(exposed[sl.slow]))
@@ -618,11 +631,9 @@ def _straggler(
     who = _ranks_text(slow_r)
     n_others = int(np.count_nonzero(others))
     other_txt = "the other rank" if n_others == 1 else f"the other {n_others} ranks"
+    wait_verb = "waits" if n_others == 1 else "wait"
     # consistency: in how many aligned steps the slow ranks exceed the others
-    if host_side:
-        per_step = st.step_ns - st.exposed_ns
-    else:
-        per_step = st.compute_ns
+    per_step = st.step_ns - st.exposed_ns if host_side else st.compute_ns
     if per_step.shape[1]:
         thr = np.nanmedian(per_step[others], axis=0) * (1 + th.STRAGGLER_MIN_EXCESS)
         consistent = float(np.mean(np.all(per_step[sl.slow] > thr, axis=0)))
@@ -633,7 +644,7 @@ def _straggler(
         f"(+{_pct(float(np.median(excess)) / max(ref_others, 1))}) longer per step than {other_txt} "
         f"({_ms(float(np.median(sl.values[sl.slow])))} vs {_ms(ref_others)}"
         + (", outside NCCL" if host_side else " of compute")
-        + f"), and {other_txt} wait for it inside NCCL collectives: {_ms(wait_gap)} more exposed NCCL time per "
+        + f"), and {other_txt} {wait_verb} for it inside NCCL collectives: {_ms(wait_gap)} more exposed NCCL time per "
         f"step ({_pct(wait_gap / max(step_med, 1))} of the {_ms(step_med)} step)."
     )
     metric_name = "time per step outside NCCL waits" if host_side else "compute per step"
@@ -651,7 +662,7 @@ def _straggler(
             name=f"exposed NCCL time per step, {other_txt}",
             value=round(w_others / 1e6, 3),
             unit="ms",
-            reference=f"{_ms(w_slow)} on {who}: {other_txt} wait {_ms(wait_gap)} more per step, "
+            reference=f"{_ms(w_slow)} on {who}: {other_txt} {wait_verb} {_ms(wait_gap)} more per step, "
             f"{wait_gap / max(float(np.median(excess)), 1):.2f}x the excess (>= {th.STRAGGLER_WAIT_MATCH:.2f}x means "
             "they wait for it)",
             reference_value=round(w_slow / 1e6, 3),
@@ -702,7 +713,7 @@ def _straggler(
     if host_side:
         mechanism_cause = (
             f"{who} {'is' if len(slow_r) == 1 else 'are'} late to each collective although {'its' if len(slow_r) == 1 else 'their'} "
-            "GPU computes no longer than the others': the delay is on the host side (data loading, CPU work, "
+            f"GPU computes no longer than on {other_txt}: the delay is on the host side (data loading, CPU work, "
             "Python, a slower or oversubscribed CPU), visible as GPU idle time before the collective."
         )
         fix = (
@@ -712,7 +723,7 @@ def _straggler(
         )
     elif more_launches:
         mechanism_cause = (
-            f"{who} launch{'es' if len(slow_r) == 1 else ''} more kernels per step than the others: "
+            f"{who} launch{'es' if len(slow_r) == 1 else ''} more kernels per step than {other_txt}: "
             f"{'it does' if len(slow_r) == 1 else 'they do'} extra work each step (rank-specific code, uneven data)."
         )
         fix = (
@@ -722,7 +733,7 @@ def _straggler(
         )
     else:
         mechanism_cause = (
-            f"{who} run{'s' if len(slow_r) == 1 else ''} the same kernels as the others but they take longer: "
+            f"{who} run{'s' if len(slow_r) == 1 else ''} the same kernels as {other_txt} but they take longer: "
             "a slower GPU (lower clocks, thermal or power throttling, another process sharing it) or more data "
             "per kernel (longer sequences or larger batches on that rank)."
         )
@@ -731,6 +742,7 @@ def _straggler(
             "other processes on it, and whether its batches are larger (balance the data by tokens or cost). "
             "Replace or drain a GPU that is consistently slower."
         )
+    mechanism_cause = mechanism_cause[0].upper() + mechanism_cause[1:]
     mechanism = (
         "A collective (all-reduce, all-gather, reduce-scatter) completes only when every rank has joined it, so "
         "the job runs at the pace of its slowest rank: the others' NCCL kernels start on time and spin until the "
@@ -797,11 +809,22 @@ def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, st
     # the waiting that the imbalance causes: exposed NCCL of the fastest ranks minus that of the slowest
     wait = max(float(exposed[lo]) - float(exposed[hi]), 0.0)
     ranks = st.ranks
+    few = max(1, int(th.STRAGGLER_MAX_FRACTION * len(ranks)))
+    if slow_n > few:
+        why = (
+            f"{slow_n} ranks are more than {th.STRAGGLER_MIN_EXCESS:.0%} above it, too many to be stragglers: "
+            "the work itself is split unevenly"
+        )
+    else:
+        why = (
+            f"the fastest rank waits only {_ms(wait)} more per step in collectives than the slowest "
+            f"({_pct(wait / max(step_med, 1))} of the step), less than the difference: no single rank holds "
+            "the job back, the work differs"
+        )
     headline = (
         f"Load imbalance: compute per step differs across the {len(ranks)} ranks from {_ms(float(c[lo]))} (rank "
         f"{int(ranks[lo])}) to {_ms(float(c[hi]))} (rank {int(ranks[hi])}), a spread of {_pct(spread)} of the "
-        f"typical rank's {_ms(ref)}; {slow_n} rank{'s are' if slow_n != 1 else ' is'} more than "
-        f"{th.STRAGGLER_MIN_EXCESS:.0%} above it, too many to be stragglers."
+        f"typical rank's {_ms(ref)}; {why}."
     )
     q = np.nanpercentile(c, [10, 50, 90]) if len(c) else np.zeros(3)
     evidence = (
@@ -868,7 +891,9 @@ def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, st
     )
 
 
-def _communication_bound(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: float) -> Diagnosis:
+def _communication_bound(
+    job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: float
+) -> Diagnosis:
     exp = st.median("exposed_ns")
     comp = st.median("compute_ns")
     step = st.median("step_ns")
@@ -904,7 +929,9 @@ def _communication_bound(job: str, summaries: Sequence[RankSummary], st: JobStat
             ),
             Evidence(
                 name="compute spread across ranks",
-                value=round(100 * (float(np.nanmax(comp)) - float(np.nanmin(comp))) / max(typical(comp), 1), 1),
+                value=round(
+                    100 * (float(np.nanmax(comp)) - float(np.nanmin(comp))) / max(typical(comp), 1), 1
+                ),
                 unit="%",
                 reference=f"<= {th.LOAD_IMBALANCE_SPREAD:.0%}: balanced, no straggler; the time is communication itself",
             ),
@@ -949,14 +976,21 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
     exp = st.median("exposed_ns")
     step = st.median("step_ns")
     ref = typical(comp)
-    spread = (float(np.nanmax(comp)) - float(np.nanmin(comp))) / max(ref, 1) if len(comp) else 0.0
-    exp_share = float(np.nanmax(exp / np.maximum(step, 1))) if len(exp) else 0.0
-    no_nccl = all(s.nccl_kernel_count == 0 for s in summaries)
-    balance = (
-        f"no straggler: compute per step within {_pct(spread)} across ranks"
-        if not no_nccl
-        else "no NCCL kernels in any rank's capture, so the ranks did not wait for each other on the GPU"
+    spread = (
+        (float(np.nanmax(comp)) - float(np.nanmin(comp))) / max(ref, 1)
+        if len(comp) and st.step_count
+        else 0.0
     )
+    exp_share = float(np.nanmax(exp / np.maximum(step, 1))) if len(exp) and st.step_count else 0.0
+    if all(s.nccl_kernel_count == 0 for s in summaries):
+        balance = "no NCCL kernels in any rank's capture, so the ranks did not wait for each other on the GPU"
+    elif spread <= th.LOAD_IMBALANCE_SPREAD:
+        balance = f"no straggler: compute per step within {_pct(spread)} across ranks"
+    else:
+        balance = (
+            f"compute per step differs by {_pct(spread)} across ranks, but by less than "
+            f"{th.STRAGGLER_MIN_STEP_SHARE:.0%} of the step"
+        )
     evidence = [
         Evidence(
             name="compute per step, spread across ranks",
@@ -986,7 +1020,7 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
         )
     subject = _subject(job, summaries)
     findings: list[Finding] = []
-    med_exp_share = float(np.nanmedian(exp / np.maximum(step, 1))) if len(exp) else 0.0
+    med_exp_share = float(np.nanmedian(exp / np.maximum(step, 1))) if len(exp) and st.step_count else 0.0
     if med_exp_share >= th.MIN_FINDING_SHARE:
         findings.append(
             Finding(
@@ -1002,52 +1036,67 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
             subject=subject,
             bottleneck=None,
             verdict=Verdict.INCONCLUSIVE,
-            headline=f"The {len(summaries)} ranks are balanced ({balance}), and no rank was diagnosed on its own.",
+            headline=f"The {len(summaries)} ranks show no job-level problem ({balance}), and no rank could be "
+            "diagnosed on its own (no GPU work in their captures).",
             evidence=tuple(evidence),
-            confidence=Confidence(value=0.4, would_raise="the ranks' own timeline diagnoses"),
-            next_step="Diagnose the ranks' captures one by one (`kprof diagnose RANK_FILE`).",
+            confidence=Confidence(value=0.4, would_raise="captures with GPU activity on every rank"),
+            next_step="Capture each rank with CUDA tracing on: `nsys profile -t cuda,nvtx -o rank%q{RANK} <cmd>`.",
             findings=tuple(findings),
         )
     counts = Counter(d.bottleneck for _, d in firsts)
-    fix_first = {b: any(d.verdict is Verdict.FIX for _, d in firsts if d.bottleneck == b) for b in counts}
-    best = max(counts, key=lambda b: (counts[b], fix_first[b]))
-    holders = [(r, d) for r, d in firsts if d.bottleneck == best]
-    # the representative: the holder with the median step time
-    by_rank_step = dict(zip(st.ranks.tolist(), step.tolist(), strict=True))
-    holders.sort(key=lambda x: by_rank_step.get(x[0], 0.0))
-    rep_rank, rep = holders[len(holders) // 2]
-    name = best.value if best else "undetermined"
-    if len(holders) == len(firsts):
-        who = f"all {len(firsts)} ranks" if len(firsts) > 1 else "the rank"
-    else:
-        who = f"{len(holders)} of {len(firsts)} ranks"
-    headline = (
-        f"The ranks are balanced and share one bottleneck: {who} are {name} ({balance}). "
-        f"Rank {rep_rank}: {rep.headline}"
+    top = max(counts.values())
+    tied = [b for b, n in counts.items() if n == top]
+    # the critical rank sets the job's pace: the one that waits least inside collectives
+    own = dict(zip(st.ranks.tolist(), st.median("own_ns").tolist(), strict=True)) if st.step_count else {}
+    critical = max(firsts, key=lambda x: own.get(x[0], 0.0))
+    best = (
+        tied[0] if len(tied) == 1 else (critical[1].bottleneck if critical[1].bottleneck in tied else tied[0])
     )
-    verdict = rep.verdict
-    if len(holders) < len(firsts):
-        others = Counter(d.bottleneck.value if d.bottleneck else "undetermined" for _, d in firsts if d.bottleneck != best)
+    holders = [(r, d) for r, d in firsts if d.bottleneck == best]
+    if critical[1].bottleneck == best:
+        rep_rank, rep = critical
+    else:
+        by_step = dict(zip(st.ranks.tolist(), step.tolist(), strict=True)) if st.step_count else {}
+        holders.sort(key=lambda x: by_step.get(x[0], 0.0))
+        rep_rank, rep = holders[len(holders) // 2]
+    name = best.value if best else "undetermined"
+    n = len(firsts)
+    if len(holders) == n:
+        who = {1: f"the rank is {name}", 2: f"both ranks are {name}"}.get(n, f"all {n} ranks are {name}")
+        headline = f"The job is balanced ({balance}) and {who}. Rank {rep_rank}: {rep.headline}"
+    elif critical[1].bottleneck == best:
+        headline = (
+            f"The job is balanced ({balance}); the ranks' own diagnoses differ, and rank {critical[0]}, which waits "
+            f"least inside collectives and so sets the job's pace, is {name} ({len(holders)} of {n} ranks). "
+            f"Rank {rep_rank}: {rep.headline}"
+        )
+    else:
+        headline = (
+            f"The job is balanced ({balance}); the ranks' own diagnoses differ: {len(holders)} of {n} are {name}. "
+            f"Rank {rep_rank}: {rep.headline}"
+        )
+    if len(holders) < n:
+        others = Counter(d.bottleneck for _, d in firsts if d.bottleneck != best and d.bottleneck is not None)
         findings.extend(
             Finding(
                 bottleneck=b,
-                headline=f"{n} rank{'s' if n != 1 else ''} diagnosed {b} instead (see the per-rank diagnoses).",
-                share=n / len(firsts),
+                headline=f"{k} rank{'s' if k != 1 else ''} diagnosed {b.value} instead (see the per-rank diagnoses).",
+                share=k / n,
             )
-            for b, n in others.most_common()
-            if b != "undetermined"
+            for b, k in others.most_common()
         )
+    findings.sort(key=lambda f: -(f.share or 0))
     return Diagnosis(
         subject=subject,
         bottleneck=best,
-        verdict=verdict,
+        verdict=rep.verdict,
         headline=headline,
         evidence=tuple(evidence),
         mechanism=(rep.mechanism + " " + _coverage_note(summaries, st)).strip(),
         fix=rep.fix,
         expect=rep.expect,
         confidence=Confidence(
-            value=round(rep.confidence.value * len(holders) / len(firsts), 2),
+            value=round(rep.confidence.value * len(holders) / n, 2),
             would_raise=rep.confidence.would_raise or "every rank diagnosed the same way",
         ),
         next_step=rep.next_step or "Capture again after the change and compare.",
@@ -1062,6 +1111,53 @@ def _per_rank(summaries: Sequence[RankSummary]) -> list[Diagnosis]:
             subj = dataclasses.replace(d.subject, name=f"rank {s.rank}: {d.subject.name}")
             out.append(dataclasses.replace(d, subject=subj, file=d.file or s.path))
     return out
+
+
+def _step_median(st: JobStats) -> float:
+    steps = st.median("step_ns")
+    return float(np.nanmedian(steps)) if st.step_count and len(steps) else 0.0
+
+
+def _find_straggler(st: JobStats, step_med: float) -> tuple[_Slow, float] | None:
+    """The slow ranks and the others' extra wait per step, when the job has stragglers; else None."""
+    exposed = st.median("exposed_ns")
+    few = max(1, int(th.STRAGGLER_MAX_FRACTION * st.rank_count))
+    for metric in ("compute_ns", "own_ns"):
+        sl = _slow_ranks(st, metric, step_med)
+        n_slow = int(np.count_nonzero(sl.slow))
+        if n_slow == 0:
+            continue  # no compute outlier: look for a rank that is late for another reason
+        others = ~sl.slow
+        excess = float(np.median(sl.values[sl.slow])) - float(np.median(sl.values[others]))
+        wait_gap = float(np.median(exposed[others])) - float(np.median(exposed[sl.slow]))
+        if (
+            n_slow <= few
+            and wait_gap >= th.STRAGGLER_WAIT_MATCH * excess
+            and wait_gap >= th.STRAGGLER_MIN_STEP_SHARE * step_med
+        ):
+            return sl, wait_gap
+        return None  # ranks differ, but not as a few that the others wait for
+    return None
+
+
+def straggler_ranks(summaries: Sequence[RankSummary] | JobStats) -> list[int]:
+    """The ranks a job diagnosis calls stragglers (empty when it does not), e.g. to highlight in plots.
+
+    Examples
+    --------
+    >>> straggler_ranks([])
+    []
+    """
+    if not isinstance(summaries, JobStats) and not summaries:
+        return []
+    st = summaries if isinstance(summaries, JobStats) else job_stats(summaries)
+    if not st.step_count or st.rank_count < 2:
+        return []
+    if isinstance(summaries, JobStats) or any(s.nccl_kernel_count for s in summaries):
+        found = _find_straggler(st, _step_median(st))
+        if found is not None:
+            return [int(r) for r in st.ranks[found[0].slow]]
+    return []
 
 
 def diagnose_summaries(summaries: Sequence[RankSummary], *, job: str = "job") -> list[Diagnosis]:
@@ -1094,31 +1190,21 @@ def diagnose_summaries(summaries: Sequence[RankSummary], *, job: str = "job") ->
     """
     ss = sorted(summaries, key=lambda s: s.rank)
     st = job_stats(ss)
-    steps = st.median("step_ns")
-    step_med = float(np.nanmedian(steps)) if st.step_count and len(steps) else 0.0
+    step_med = _step_median(st)
     has_nccl = any(s.nccl_kernel_count for s in ss)
     first: Diagnosis | None = None
     if st.step_count and len(ss) >= 2 and has_nccl:
-        exposed = st.median("exposed_ns")
-        few = max(1, int(th.STRAGGLER_MAX_FRACTION * len(ss)))
-        for metric in ("compute_ns", "own_ns"):
-            sl = _slow_ranks(st, metric, step_med)
-            n_slow = int(np.count_nonzero(sl.slow))
-            if n_slow == 0:
-                continue
-            others = ~sl.slow
-            excess = float(np.median(sl.values[sl.slow])) - float(np.median(sl.values[others]))
-            wait_gap = float(np.median(exposed[others])) - float(np.median(exposed[sl.slow]))
-            if n_slow <= few and wait_gap >= th.STRAGGLER_WAIT_MATCH * excess:
-                first = _straggler(job, ss, st, sl, wait_gap, step_med)
-                break
-            if metric == "compute_ns":
-                break  # compute differs, but not as a few ranks that the others wait for
+        found = _find_straggler(st, step_med)
+        if found is not None:
+            first = _straggler(job, ss, st, found[0], found[1], step_med)
         if first is None:
             c = st.median("compute_ns")
             ref = typical(c)
             spread = (float(np.nanmax(c)) - float(np.nanmin(c))) / max(ref, 1)
-            if spread > th.LOAD_IMBALANCE_SPREAD and float(np.nanmax(c)) - ref >= th.STRAGGLER_MIN_STEP_SHARE * step_med:
+            if (
+                spread > th.LOAD_IMBALANCE_SPREAD
+                and float(np.nanmax(c)) - ref >= th.STRAGGLER_MIN_STEP_SHARE * step_med
+            ):
                 first = _load_imbalance(job, ss, st, step_med)
         if first is None:
             exp = st.median("exposed_ns")
@@ -1142,6 +1228,7 @@ __all__ = [
     "diagnose_summaries",
     "is_nccl_kernel",
     "job_stats",
+    "straggler_ranks",
     "summarize_timeline",
     "typical",
 ]

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,19 +107,136 @@ _CAUSES = ("host", "sync", "copy", "startup", "device_wait", "unknown")
 
 # ============================================================================ analysis
 
+CHUNK_ROWS = 1 << 18
+"""Rows handled at a time when walking the event tables (2 MB per int64 column, ~50 MB of
+temporaries per chunk): the diagnosis of ten million kernels then adds about 150 MB to the
+loaded timeline instead of gigabytes, no step copies a whole table, and the Python overhead of
+~40 chunks per pass is negligible next to the numpy work."""
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Some rows of one event table, read in start order a chunk at a time and never copied whole.
+
+    ``mask`` selects the rows (None: all of them); ``order`` lists the selected rows in start
+    order when the table does not store them in that order (None: it does, the usual case).
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+    cols: tuple[np.ndarray, ...] = ()
+    mask: np.ndarray | None = None
+    order: np.ndarray | None = None
+    count: int = 0
+
+    def chunks(self, size: int = CHUNK_ROWS, with_cols: bool = True) -> Iterator[iv.Chunk]:
+        """``(starts, ends, *cols)`` of the selected rows, in start order."""
+        if self.count == 0:
+            return
+        cols = self.cols if with_cols else ()
+        if self.order is not None:
+            for a in range(0, len(self.order), size):
+                idx = self.order[a : a + size]
+                yield (self.starts[idx], self.ends[idx], *(c[idx] for c in cols))
+            return
+        for a in range(0, len(self.starts), size):
+            sl = slice(a, a + size)
+            if self.mask is None:
+                yield (self.starts[sl], self.ends[sl], *(c[sl] for c in cols))
+                continue
+            m = self.mask[sl]
+            if m.any():
+                yield (self.starts[sl][m], self.ends[sl][m], *(c[sl][m] for c in cols))
+
+
+_NO_ROWS = _Rows(starts=np.zeros(0, np.int64), ends=np.zeros(0, np.int64))
+
+
+def _rows(
+    starts: np.ndarray, ends: np.ndarray, cols: tuple[np.ndarray, ...] = (), mask: np.ndarray | None = None
+) -> _Rows:
+    """A :class:`_Rows` over ``mask``'s rows; sorts them (an index, not a copy) only if they are out of order."""
+    count = len(starts)
+    if mask is not None:
+        count = int(np.count_nonzero(mask))
+        if count == len(starts):
+            mask = None
+    r = _Rows(starts=starts, ends=ends, cols=tuple(cols), mask=mask, count=count)
+    if count <= 1:
+        return r
+    last = iv.NEG_INF
+    for ch in r.chunks(with_cols=False):
+        s = ch[0]
+        if int(s[0]) < last or not iv.is_sorted(s):
+            break
+        last = int(s[-1])
+    else:
+        return r
+    sel = np.flatnonzero(mask) if mask is not None else None
+    order = np.argsort(starts if sel is None else starts[sel], kind="stable")
+    if sel is not None:
+        order = sel[order]
+    del sel
+    r.order = order.astype(np.int32) if len(starts) < 2**31 else order
+    return r
+
+
+def _merged(parts: Sequence[_Rows], size: int = CHUNK_ROWS, with_cols: bool = True) -> Iterator[iv.Chunk]:
+    """The rows of several tables as one stream in start order (ties: table order, then row order)."""
+    live = [p for p in parts if p.count]
+    if not live:
+        return
+    if len(live) == 1:
+        yield from live[0].chunks(size, with_cols)
+        return
+    its = [p.chunks(size, with_cols) for p in live]
+    pend: list[iv.Chunk | None] = [None] * len(live)
+    done = [False] * len(live)
+    while True:
+        for j, it in enumerate(its):
+            while not done[j] and (pend[j] is None or len(pend[j][0]) == 0):  # type: ignore[index]
+                nxt = next(it, None)
+                if nxt is None:
+                    done[j] = True
+                else:
+                    pend[j] = nxt
+        have = [j for j in range(len(live)) if pend[j] is not None and len(pend[j][0])]  # type: ignore[index]
+        if not have:
+            return
+        # everything up to the earliest "last pending start" of a table with more to read is final
+        bounds = [int(pend[j][0][-1]) for j in have if not done[j]]  # type: ignore[index]
+        bound = min(bounds) if bounds else iv.POS_INF
+        taken: list[iv.Chunk] = []
+        for j in have:
+            p = pend[j]
+            assert p is not None
+            k = len(p[0]) if bound == iv.POS_INF else int(np.searchsorted(p[0], bound, side="right"))
+            if k:
+                taken.append(tuple(c[:k] for c in p))
+                pend[j] = tuple(c[k:] for c in p)
+        if len(taken) == 1:
+            yield taken[0]
+            continue
+        cat = [np.concatenate(cs) for cs in zip(*taken, strict=True)]
+        o = np.argsort(cat[0], kind="stable")
+        yield tuple(c[o] for c in cat)
+
 
 @dataclass(slots=True)
 class _Gpu:
-    """GPU work of one device, sorted by start, with the union."""
+    """GPU work of one device: per kind (0 kernel, 1 copy, 2 memset, 3 graph) its rows in start order."""
 
     device: int
-    starts: np.ndarray
-    ends: np.ndarray
-    corr: np.ndarray
-    kind: np.ndarray  # 0 kernel, 1 copy, 2 memset, 3 graph
-    busy: Pair
-    compute: Pair  # kernels + graphs
-    copies: Pair
+    parts: dict[int, _Rows]
+    lo: int
+    hi: int
+
+    def stream(self, kinds: tuple[int, ...] = (0, 1, 2, 3), with_cols: bool = True) -> Iterator[iv.Chunk]:
+        """``(starts, ends, correlation)`` chunks of these kinds' work, in start order."""
+        return _merged([self.parts[k] for k in kinds if k in self.parts], with_cols=with_cols)
+
+    def has(self, *kinds: int) -> bool:
+        return any(k in self.parts for k in kinds)
 
 
 @dataclass(slots=True)
@@ -155,81 +273,128 @@ class _Window:
         return self.busy_ns / self.wall_ns if self.wall_ns > 0 else 0.0
 
 
+class _CorrIndex:
+    """Finds the API call with a correlation id (the first such row), by binary search."""
+
+    def __init__(self, corr: np.ndarray) -> None:
+        self.order: np.ndarray | None = None
+        if iv.is_sorted(corr):  # the usual case: ids are handed out in call order
+            self.sorted = corr
+        else:
+            order = np.argsort(corr, kind="stable")
+            self.sorted = corr[order]
+            self.order = order.astype(np.int32) if len(corr) < 2**31 else order
+
+    def find(self, corr: np.ndarray) -> np.ndarray:
+        """Row index into the API table of the call with each correlation id, or -1."""
+        sc = self.sorted
+        if len(sc) == 0:
+            return np.full(len(corr), -1, np.int64)
+        i = np.searchsorted(sc, corr)
+        np.minimum(i, len(sc) - 1, out=i)
+        ok = (sc[i] == corr) & (corr >= 0)
+        rows = i if self.order is None else self.order[i]
+        return np.where(ok, rows, -1)
+
+
+@dataclass(slots=True)
+class _Iterations:
+    """Iteration windows (profiler steps or a repeated NVTX range), sorted by start."""
+
+    windows: Pair = _EMPTY
+    kind: str = ""
+    """``"profiler step"``, ``"NVTX range"``, or ``""`` when none were found."""
+    names: tuple[str, ...] = ()
+    """Each iteration's own name, e.g. ``ProfilerStep#3`` or ``step 3``."""
+    group: str = ""
+    """The NVTX range name with digits masked (``step #``), what the iterations share."""
+
+    def __len__(self) -> int:
+        return len(self.windows[0])
+
+
 @dataclass(slots=True)
 class _Context:
     tl: Timeline
     gpu: _Gpu
-    api_corr_sorted: np.ndarray
-    api_corr_order: np.ndarray
+    api_index: _CorrIndex
     blocking: Pair  # union of host calls that block on the GPU
     blocking_calls: tuple[np.ndarray, np.ndarray, np.ndarray]  # start, end, is-transfer-wait, sorted by start
     startup_calls: Pair
-    launch_calls: Pair
-    other_api: Pair
-    host_ops: Pair
+    launch_calls: _Rows  # (start, end, correlation) of launch API calls
+    other_api: _Rows
+    host_ops: _Rows
     capture_lo: int
     capture_hi: int
     steady_lo: int
     steady_hi: int
     steady_reason: str
-    iterations: Pair
-    iteration_label: str
+    its: _Iterations
     startup_first_call_ns: int = 0
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def iterations(self) -> Pair:
+        return self.its.windows
+
+
+def _extent(parts: Sequence[_Rows]) -> tuple[int, int]:
+    """(earliest start, latest end) over the rows."""
+    lo, hi = iv.POS_INF, iv.NEG_INF
+    for p in parts:
+        for ch in p.chunks(with_cols=False):
+            lo = min(lo, int(ch[0].min()))
+            hi = max(hi, int(ch[1].max()))
+    return lo, hi
+
 
 def _gpu_work(tl: Timeline) -> tuple[_Gpu, list[tuple[int, int]]]:
-    """The busiest GPU's work, and (device, busy ns) for all GPUs."""
-    parts = []
+    """The busiest GPU's work, and (device, busy ns) for every GPU when there are several."""
     tables: tuple[KernelTable | CopyTable | MemsetTable | GraphTable, ...] = (
         tl.kernels,
         tl.copies,
         tl.memsets,
         tl.graphs,
     )
-    for k, t in enumerate(tables):
-        if len(t):
-            parts.append((t.start_ns, t.end_ns, t.correlation, t.device, np.full(len(t), k, np.int8)))
-    starts = np.concatenate([p[0] for p in parts])
-    ends = np.concatenate([p[1] for p in parts])
-    corr = np.concatenate([p[2] for p in parts])
-    dev = np.concatenate([p[3].astype(np.int32) for p in parts])
-    kind = np.concatenate([p[4] for p in parts])
-    devices = np.unique(dev)
+    present = [(k, t) for k, t in enumerate(tables) if len(t)]
+    devices: set[int] = set()
+    for _, t in present:
+        lo, hi = int(t.device.min()), int(t.device.max())
+        devices.update((lo,) if lo == hi else np.unique(t.device).tolist())
     per_dev: list[tuple[int, int]] = []
-    best: tuple[int, int] | None = None
     if len(devices) == 1:
-        sel = None
-        d0 = int(devices[0])
-        busy = iv.union(starts, ends)
-        per_dev.append((d0, iv.total(busy)))
-        best = (d0, 0)
+        d0 = devices.pop()
     else:
-        for d in devices.tolist():
-            m = dev == d
-            b = iv.total(iv.union(starts[m], ends[m]))
-            per_dev.append((int(d), b))
+        for d in sorted(devices):
+            parts = [_rows(t.start_ns, t.end_ns, mask=t.device == d) for _, t in present]
+            busy = sum(int(np.sum(b[1] - b[0])) for b in iv.union_chunks(_merged(parts)))
+            per_dev.append((d, busy))
+            del parts
         d0 = max(per_dev, key=lambda x: x[1])[0]
-        sel = dev == d0
-        starts, ends, corr, kind = starts[sel], ends[sel], corr[sel], kind[sel]
-        busy = iv.union(starts, ends)
-        best = (d0, 0)
-    order = np.argsort(starts, kind="stable")
-    starts, ends, corr, kind = starts[order], ends[order], corr[order], kind[order]
-    comp = (kind == 0) | (kind == 3)
-    compute = iv.union(starts[comp], ends[comp])
-    cp = kind == 1
-    copies = iv.union(starts[cp], ends[cp])
-    return _Gpu(
-        device=best[0],
-        starts=starts,
-        ends=ends,
-        corr=corr,
-        kind=kind,
-        busy=busy,
-        compute=compute,
-        copies=copies,
-    ), per_dev
+    rows = {
+        k: _rows(t.start_ns, t.end_ns, (t.correlation,), None if not per_dev else t.device == d0)
+        for k, t in present
+    }
+    rows = {k: r for k, r in rows.items() if r.count}
+    lo, hi = _extent(list(rows.values()))
+    return _Gpu(device=d0, parts=rows, lo=lo, hi=hi), per_dev
+
+
+def _median_start(gpu: _Gpu) -> int:
+    """The median start time of the GPU's work (as ``np.median``, rounded down)."""
+    n = sum(p.count for p in gpu.parts.values())
+    want = sorted({(n - 1) // 2, n // 2})
+    got: list[int] = []
+    seen = 0
+    for ch in gpu.stream(with_cols=False):
+        s = ch[0]
+        for r in want:
+            if seen <= r < seen + len(s):
+                got.append(int(s[r - seen]))
+        seen += len(s)
+        if len(got) == len(want):
+            break
+    return sum(got) // len(got) if got else 0
 
 
 def _normalize(name: str) -> str:
@@ -249,15 +414,16 @@ def _top_level(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return out
 
 
-def _iterations(tl: Timeline) -> tuple[Pair, str]:
+def _iterations(tl: Timeline) -> _Iterations:
     """Iteration windows: profiler steps, else repeated top-level NVTX ranges on one thread."""
     if len(tl.steps):
-        order = np.argsort(tl.steps.start_ns)
-        return (tl.steps.start_ns[order], tl.steps.end_ns[order]), "profiler step"
+        order = np.argsort(tl.steps.start_ns, kind="stable")
+        names = tuple(f"ProfilerStep#{int(n)}" for n in tl.steps.number[order])
+        return _Iterations((tl.steps.start_ns[order], tl.steps.end_ns[order]), "profiler step", names)
     r = tl.ranges
     if len(r) == 0:
-        return _EMPTY, ""
-    best: tuple[int, Pair, str] | None = None
+        return _Iterations()
+    best: tuple[int, Pair, str, tuple[str, ...]] | None = None
     norm = [_normalize(n) for n in r.names]
     norm_id = (
         np.array([norm.index(n) for n in norm], np.int64)[r.name_id] if r.names else np.zeros(0, np.int64)
@@ -267,60 +433,51 @@ def _iterations(tl: Timeline) -> tuple[Pair, str]:
         top = _top_level(r.start_ns[m], r.end_ns[m])
         ids = norm_id[m][top]
         s, e = r.start_ns[m][top], r.end_ns[m][top]
+        raw = r.name_id[m][top]
         if len(ids) == 0:
             continue
         vals, counts = np.unique(ids, return_counts=True)
         k = int(np.argmax(counts))
         if counts[k] >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
             sel = ids == vals[k]
-            o = np.argsort(s[sel])
+            o = np.argsort(s[sel], kind="stable")
             cand = (s[sel][o], e[sel][o])
             if best is None or counts[k] > best[0]:
-                best = (int(counts[k]), cand, norm[int(vals[k])])
+                names = tuple(r.names[int(i)] for i in raw[sel][o])
+                best = (int(counts[k]), cand, norm[int(vals[k])], names)
     if best is None:
-        return _EMPTY, ""
-    return best[1], f"NVTX range {best[2]!r}"
+        return _Iterations()
+    return _Iterations(best[1], "NVTX range", best[3], best[2])
 
 
-def _api_lookup(tl: Timeline) -> tuple[np.ndarray, np.ndarray]:
-    corr = tl.api.correlation
-    valid = np.flatnonzero(corr >= 0)
-    order = valid[np.argsort(corr[valid], kind="stable")]
-    return corr[order], order
-
-
-def _find_api(ctx: _Context, corr: np.ndarray) -> np.ndarray:
-    """Row index into tl.api of the call with each correlation id, or -1."""
-    sc, order = ctx.api_corr_sorted, ctx.api_corr_order
-    if len(sc) == 0:
-        return np.full(len(corr), -1, np.int64)
-    i = np.searchsorted(sc, corr)
-    i_c = np.minimum(i, len(sc) - 1)
-    ok = (i < len(sc)) & (sc[i_c] == corr) & (corr >= 0)
-    return np.where(ok, order[i_c], -1)
+def _steady_reason(its: _Iterations) -> str:
+    """How the steady state was chosen, in words: "NVTX ranges 'step 2' to 'step 6' (...)"."""
+    n = len(its)
+    warm, first, last = its.names[0], its.names[1], its.names[-1]
+    if its.kind == "profiler step":
+        return f"profiler steps {first} to {last} ({n - 1} steps; the first, {warm}, left out as warm-up)"
+    if len(set(its.names)) == n:
+        return f"NVTX ranges {first!r} to {last!r} ({n - 1} iterations; the first, {warm!r}, left out as warm-up)"
+    return f"instances 2 to {n} of the NVTX range {warm!r} (the first left out as warm-up)"
 
 
 def _context(tl: Timeline) -> _Context:
     gpu, per_dev = _gpu_work(tl)
     api = tl.api
     cat = api.category
-    span = tl.span_ns()
-    assert span is not None
-    cap_lo, cap_hi = span
     # Kineto's own profiler span may start well before any event; measure from the events.
-    lo_candidates = [int(gpu.starts.min())]
-    hi_candidates = [int(gpu.ends.max())]
+    lo_candidates = [gpu.lo]
+    hi_candidates = [gpu.hi]
     for t in (api, tl.ranges, tl.steps, tl.host_ops):
         if len(t):
             lo_candidates.append(int(t.start_ns.min()))
             hi_candidates.append(int(t.end_ns.max()))
     cap_lo, cap_hi = min(lo_candidates), max(hi_candidates)
 
-    api_sorted, api_order = _api_lookup(tl)
     # blocking calls: syncs, synchronous copies, and async copies that returned only after their copy ended
     blocking_mask = (cat == ApiCategory.SYNC) | (cat == ApiCategory.COPY_SYNC)
-    transfer_wait = np.zeros(len(api), bool)
     copy_calls = np.flatnonzero((cat == ApiCategory.COPY_SYNC) | (cat == ApiCategory.COPY_ASYNC))
+    transfer_wait_rows = np.zeros(0, np.int64)
     if len(copy_calls) and len(tl.copies):
         c = tl.copies
         corder = np.argsort(c.correlation, kind="stable")
@@ -337,11 +494,12 @@ def _context(tl: Timeline) -> _Context:
         is_async = cat[copy_calls] == ApiCategory.COPY_ASYNC
         blocking_mask[copy_calls[is_async & returned_after_copy]] = True
         tw = ok & (copy_dur >= th.BLOCKING_COPY_SHARE * np.maximum(call_dur, 1))
-        transfer_wait[copy_calls[tw]] = True
+        transfer_wait_rows = copy_calls[tw]
     bidx = np.flatnonzero(blocking_mask)
     border = bidx[np.argsort(api.start_ns[bidx], kind="stable")]
-    blocking_calls = (api.start_ns[border], api.end_ns[border], transfer_wait[border])
+    blocking_calls = (api.start_ns[border], api.end_ns[border], np.isin(border, transfer_wait_rows))
     blocking = iv.union(api.start_ns[bidx], api.end_ns[bidx])
+    del bidx, border
 
     startup_mask = cat == ApiCategory.STARTUP
     first_call_ns = 0
@@ -353,24 +511,24 @@ def _context(tl: Timeline) -> _Context:
             cat[first] in (ApiCategory.OTHER, ApiCategory.STARTUP, ApiCategory.ALLOC)
             and int(api.start_ns[first]) <= cap_lo + 1
         ):
-            startup_mask = startup_mask.copy()
             startup_mask[first] = True
             first_call_ns = int(api.end_ns[first] - api.start_ns[first])
     startup_calls = iv.union(api.start_ns[startup_mask], api.end_ns[startup_mask])
     launch_m = cat == ApiCategory.LAUNCH
-    launch_calls = iv.union(api.start_ns[launch_m], api.end_ns[launch_m])
+    launch_calls = _rows(api.start_ns, api.end_ns, (api.correlation,), launch_m)
     other_m = ~(launch_m | blocking_mask | startup_mask)
-    other_api = iv.union(api.start_ns[other_m], api.end_ns[other_m])
-    host_ops = iv.union(tl.host_ops.start_ns, tl.host_ops.end_ns) if len(tl.host_ops) else _EMPTY
+    del blocking_mask, startup_mask
+    other_api = _rows(api.start_ns, api.end_ns, mask=other_m) if other_m.any() else _NO_ROWS
+    host_ops = _rows(tl.host_ops.start_ns, tl.host_ops.end_ns) if len(tl.host_ops) else _NO_ROWS
 
-    its, label = _iterations(tl)
+    its = _iterations(tl)
     steady_lo, steady_hi, reason = cap_lo, cap_hi, "the whole capture"
-    if len(its[0]) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        steady_lo = int(its[0][1])
-        reason = f"{label}s 2-{len(its[0])} (the first {label} left out as warm-up)"
+    if len(its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+        steady_lo = int(its.windows[0][1])
+        reason = _steady_reason(its)
     elif len(startup_calls[0]):
         # the last start-up call issued before the bulk (median) of the GPU work
-        mid = int(np.median(gpu.starts))
+        mid = _median_start(gpu)
         before = startup_calls[1][startup_calls[0] < mid]
         if len(before):
             steady_lo = max(cap_lo, int(before.max()))
@@ -378,8 +536,7 @@ def _context(tl: Timeline) -> _Context:
     ctx = _Context(
         tl=tl,
         gpu=gpu,
-        api_corr_sorted=api_sorted,
-        api_corr_order=api_order,
+        api_index=_CorrIndex(api.correlation),
         blocking=blocking,
         blocking_calls=blocking_calls,
         startup_calls=startup_calls,
@@ -391,8 +548,7 @@ def _context(tl: Timeline) -> _Context:
         steady_lo=steady_lo,
         steady_hi=steady_hi,
         steady_reason=reason,
-        iterations=its,
-        iteration_label=label,
+        its=its,
         startup_first_call_ns=first_call_ns,
     )
     if len(per_dev) > 1:
@@ -401,84 +557,182 @@ def _context(tl: Timeline) -> _Context:
     return ctx
 
 
+def _in_windows(t: np.ndarray, windows: Pair) -> np.ndarray:
+    """Mask of the times that lie inside one of the windows (a union)."""
+    ws, we = windows
+    if len(ws) == 1:
+        return (t >= ws[0]) & (t < we[0])
+    return iv.containing(windows, t) >= 0
+
+
+def _compact(a: np.ndarray) -> np.ndarray:
+    """Non-negative int64 values as int32 when they fit (half the memory for the medians' inputs)."""
+    if len(a) and int(a.max()) < 2**31 and int(a.min()) >= 0:
+        return a.astype(np.int32)
+    return a
+
+
+def _median(parts: list[np.ndarray]) -> float | None:
+    """``np.median`` of the concatenated parts (partitioned in place), None when empty."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return None
+    a = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+    parts.clear()
+    return float(np.median(a, overwrite_input=True))
+
+
+class _Distinct:
+    """Counts distinct integers fed in chunks: a bitmap for dense non-negative ids, else a set of arrays."""
+
+    def __init__(self, hi: int) -> None:
+        # a bitmap of at most 64 MB; correlation ids are small dense integers in practice
+        self.seen = np.zeros(hi + 1, bool) if 0 <= hi < 1 << 26 else None
+        self.other: list[np.ndarray] = []
+
+    def add(self, v: np.ndarray) -> None:
+        if self.seen is not None:
+            ok = (v >= 0) & (v < len(self.seen))
+            self.seen[v[ok]] = True
+            v = v[~ok]
+        if len(v):
+            self.other.append(np.unique(v))
+
+    def count(self) -> int:
+        n = int(np.count_nonzero(self.seen)) if self.seen is not None else 0
+        if self.other:
+            n += len(np.unique(np.concatenate(self.other)))
+        return n
+
+
+def _union_total(chunks: Iterator[iv.Chunk], windows: Pair) -> int:
+    """Length of the union of a start-ordered stream of intervals within the windows."""
+    tot = 0
+    for b in iv.union_chunks(chunks):
+        tot += int(iv.per_interval_overlap((b[0], b[1]), windows).sum())
+    return tot
+
+
 def _analyze(ctx: _Context, windows: Pair) -> _Window:
-    """Busy/idle stats and gap attribution within a union of windows."""
+    """Busy/idle stats and gap attribution within a union of windows, walking the tables in chunks."""
     tl, g = ctx.tl, ctx.gpu
     api = tl.api
     ws, we = windows
     wall = iv.total(windows)
-    busy = iv.intersect(g.busy, windows)
-    busy_ns = iv.total(busy)
-    compute_ns = iv.total(iv.intersect(g.compute, windows))
-    copies_w = iv.intersect(g.copies, windows)
-    copy_ns = iv.total(copies_w)
-    exposed_copy = copy_ns - iv.overlap_total(copies_w, g.compute)
-    # gaps: the complement of busy within each window
-    gs_list, ge_list = [], []
-    for a, b in zip(ws.tolist(), we.tolist(), strict=True):
-        s, e = iv.gaps(iv.clip(g.busy, a, b), a, b)
-        gs_list.append(s)
-        ge_list.append(e)
-    gs = np.concatenate(gs_list) if gs_list else np.zeros(0, np.int64)
-    ge = np.concatenate(ge_list) if ge_list else np.zeros(0, np.int64)
-    glen = ge - gs
-    idle_ns = int(glen.sum())
-    cause = np.full(len(gs), _CAUSES.index("unknown"), np.int8)
-    host_split = {"launch calls": 0, "CPU ops": 0, "other CUDA calls": 0, "untraced host time": 0}
-    if len(gs):
-        # the GPU work that ends each gap (first op starting at or after the gap end)
-        k = np.searchsorted(g.starts, ge, side="left")
-        has_next = k < len(g.starts)
-        kc = np.minimum(k, len(g.starts) - 1)
-        rows = np.where(has_next, _find_api(ctx, g.corr[kc]), -1)
+    has_host = tl.has_host_trace and len(api) > 0
+    bs, be, btw = ctx.blocking_calls
+    blocking_slack = (ctx.blocking[0], ctx.blocking[1] + th.CLOCK_ALIGNMENT_SLACK_NS)
+    cause_ix = {c: i for i, c in enumerate(_CAUSES)}
+    idle_by = dict.fromkeys(_CAUSES, 0)
+    hl = ho = hops = total_h = 0
+    idle_ns = gap_count = 0
+    interior: list[np.ndarray] = []
+    span_lo = int(ws[0]) if len(ws) else 0
+    span_hi = int(we[-1]) if len(we) else 0
+    launch_cur = iv.UnionCursor(ctx.launch_calls.chunks(with_cols=False))
+    busy_host = [p for p in (ctx.host_ops, ctx.other_api) if p.count]
+    other_cur = iv.UnionCursor(_merged(busy_host, with_cols=False)) if busy_host else None
+    ops_cur = iv.UnionCursor(ctx.host_ops.chunks(with_cols=False)) if ctx.host_ops.count else None
+    # ---- every idle gap of the GPU inside the windows, with the work that ends it
+    for gs_all, ge_all, next_corr in iv.gap_chunks(iv.union_chunks(g.stream()), 1):
+        gs, ge, src = iv.clip_to_windows(gs_all, ge_all, windows)
+        if len(gs) == 0:
+            continue
+        glen = ge - gs
+        rows = ctx.api_index.find(next_corr[src])
+        del src
         known = rows >= 0
-        launch_end = np.where(known, api.end_ns[np.maximum(rows, 0)], 0)
+        launch_end = np.where(known, api.end_ns[np.maximum(rows, 0)], 0) if len(api) else np.zeros(len(gs), np.int64)
         queued_before = known & (launch_end + th.CLOCK_ALIGNMENT_SLACK_NS < gs)
+        del rows, known, launch_end
         # host blocked in a synchronizing call when the GPU went idle
-        bs, be, btw = ctx.blocking_calls
-        bi = np.searchsorted(bs, gs, side="right") - 1
-        # the latest-starting blocking call before the gap may be short; use the union for "inside"
-        in_block = iv.containing((ctx.blocking[0], ctx.blocking[1] + th.CLOCK_ALIGNMENT_SLACK_NS), gs) >= 0
-        bic = np.maximum(bi, 0)
-        transfer = in_block & (bi >= 0) & btw[bic] if len(bs) else np.zeros(len(gs), bool)
-        startup_cov = iv.per_interval_overlap((gs, ge), ctx.startup_calls)
-        startup = startup_cov * 2 > glen
-        has_host = tl.has_host_trace and len(api) > 0
-        c = np.full(len(gs), _CAUSES.index("host"), np.int8)
-        c[startup] = _CAUSES.index("startup")
-        c[in_block & ~transfer] = _CAUSES.index("sync")
-        c[in_block & transfer] = _CAUSES.index("copy")
-        c[queued_before & ~in_block] = _CAUSES.index("device_wait")
+        # (the latest-starting blocking call before the gap may be short; use the union for "inside")
+        in_block = iv.containing(blocking_slack, gs) >= 0
+        if len(bs):
+            bi = np.searchsorted(bs, gs, side="right") - 1
+            transfer = in_block & (bi >= 0) & btw[np.maximum(bi, 0)]
+        else:
+            transfer = np.zeros(len(gs), bool)
+        startup = iv.per_interval_overlap((gs, ge), ctx.startup_calls) * 2 > glen
+        c = np.full(len(gs), cause_ix["host"], np.int8)
+        c[startup] = cause_ix["startup"]
+        c[in_block & ~transfer] = cause_ix["sync"]
+        c[in_block & transfer] = cause_ix["copy"]
+        c[queued_before & ~in_block] = cause_ix["device_wait"]
         if not has_host:
-            c[:] = _CAUSES.index("unknown")
-        cause = c
-        hm = cause == _CAUSES.index("host")
+            c[:] = cause_ix["unknown"]
+        for name, i in cause_ix.items():
+            idle_by[name] += int(glen[c == i].sum())
+        hm = c == cause_ix["host"]
         if hm.any():
             hq = (gs[hm], ge[hm])
-            hl = int(iv.per_interval_overlap(hq, ctx.launch_calls).sum())
-            ho = (
-                int(iv.per_interval_overlap(hq, iv.union_many(ctx.host_ops, ctx.other_api)).sum())
-                if len(ctx.host_ops[0]) or len(ctx.other_api[0])
-                else 0
-            )
-            hops = int(iv.per_interval_overlap(hq, ctx.host_ops).sum()) if len(ctx.host_ops[0]) else 0
-            total_h = int(glen[hm].sum())
-            host_split = {
-                "launch calls": hl,
-                "CPU ops": hops,
-                "other CUDA calls": max(0, ho - hops),
-                "untraced host time": max(0, total_h - hl - ho),
-            }
-    idle_by = {c: int(glen[cause == i].sum()) for i, c in enumerate(_CAUSES)}
-    # counts inside the windows
-    in_w = iv.containing(windows, g.starts) >= 0
-    kernel_count = int(np.count_nonzero(in_w & (g.kind == 0)))
-    a_in = iv.containing(windows, api.start_ns) >= 0 if len(api) else np.zeros(0, bool)
-    launch_mask = a_in & (api.category == ApiCategory.LAUNCH)
-    launch_corr = api.correlation[launch_mask]
-    launch_count = len(np.unique(launch_corr)) if len(launch_corr) else 0
-    bs, be, _ = ctx.blocking_calls
-    b_in = iv.containing(windows, bs) >= 0
+            hl += int(launch_cur.overlap(*hq).sum())
+            if other_cur is not None:
+                ho += int(other_cur.overlap(*hq).sum())
+            if ops_cur is not None:
+                hops += int(ops_cur.overlap(*hq).sum())
+            total_h += int(glen[hm].sum())
+        idle_ns += int(glen.sum())
+        gap_count += len(gs)
+        interior.append(_compact(glen[(gs > span_lo) & (ge < span_hi)]))
+    # medians one at a time, each input dropped before the next is collected (int32: 40 MB per 10M)
+    n_interior = sum(len(x) for x in interior)
+    mean_gap = float(sum(int(x.sum(dtype=np.int64)) for x in interior)) / n_interior if n_interior else 0.0
+    median_gap = _median(interior)
+    host_split = {"launch calls": 0, "CPU ops": 0, "other CUDA calls": 0, "untraced host time": 0}
+    if total_h:
+        host_split = {
+            "launch calls": hl,
+            "CPU ops": hops,
+            "other CUDA calls": max(0, ho - hops),
+            "untraced host time": max(0, total_h - hl - ho),
+        }
+    busy_ns = wall - idle_ns
+    # ---- compute and copy time (only when the GPU did more than kernels and graphs)
+    compute_ns, copy_ns, exposed_copy = busy_ns, 0, 0
+    if g.has(1, 2):
+        compute_ns = _union_total(g.stream((0, 3), False), windows) if g.has(0, 3) else 0
+        if g.has(1):
+            copy_ns = _union_total(g.stream((1,), False), windows)
+            # copy time not under compute: |copies or compute| - |compute|
+            exposed_copy = _union_total(g.stream((0, 1, 3), False), windows) - compute_ns
+    # ---- kernels in the windows
+    kernel_count = 0
+    kd: list[np.ndarray] = []
+    for kind in (0, 3):
+        if kind in g.parts:
+            for ch in g.parts[kind].chunks(with_cols=False):
+                m = _in_windows(ch[0], windows)
+                if kind == 0:
+                    kernel_count += int(np.count_nonzero(m))
+                kd.append(_compact((ch[1] - ch[0])[m]))
+    median_kernel = _median(kd)
+    # ---- launch calls in the windows: distinct launches, call durations, intervals between them
+    lc = ctx.launch_calls
+    distinct = _Distinct(int(lc.cols[0].max()) if lc.count else -1)
+    lcalls: list[np.ndarray] = []
+    n_launch_calls = 0
+    for s, e, corr in lc.chunks():
+        m = _in_windows(s, windows)
+        if m.any():
+            distinct.add(corr[m])
+            lcalls.append(_compact((e - s)[m]))
+            n_launch_calls += int(np.count_nonzero(m))
+    launch_count = distinct.count() if n_launch_calls else 0
+    del distinct
+    median_call = _median(lcalls)
+    launch_interval = None
+    if launch_count >= 2:
+        # the median time between consecutive launch calls (all of them, in start order)
+        lgaps: list[np.ndarray] = []
+        prev: np.ndarray = np.zeros(0, np.int64)
+        for ch in lc.chunks(with_cols=False):
+            s = ch[0][_in_windows(ch[0], windows)]
+            if len(s):
+                lgaps.append(_compact(np.diff(np.concatenate((prev, s)))))
+                prev = s[-1:]
+        launch_interval = _median(lgaps)
+    b_in = _in_windows(bs, windows) if len(bs) else np.zeros(0, bool)
     sync_count = int(np.count_nonzero(b_in))
     sync_wait = iv.total(iv.intersect(iv.union(bs[b_in], be[b_in]), windows)) if sync_count else 0
     cp = tl.copies
@@ -486,30 +740,22 @@ def _analyze(ctx: _Context, windows: Pair) -> _Window:
     pageable_ns = 0
     copy_bytes = 0
     if len(cp):
-        cm = (cp.device == g.device) & (iv.containing(windows, cp.start_ns) >= 0)
+        cm = (cp.device == g.device) & _in_windows(cp.start_ns, windows)
         hk = cp.host_kind()
         pm = cm & (hk == MEM_PAGEABLE)
         pageable_bytes = int(cp.bytes[pm].sum())
         pageable_ns = int((cp.end_ns[pm] - cp.start_ns[pm]).sum())
         copy_bytes = int(cp.bytes[cm].sum())
-    kd = (g.ends - g.starts)[in_w & ((g.kind == 0) | (g.kind == 3))]
-    lm = launch_mask
-    lcalls = (api.end_ns - api.start_ns)[lm] if len(api) else np.zeros(0, np.int64)
-    interior = glen[(gs > ws.min()) & (ge < we.max())] if len(gs) and len(ws) else glen
-    launch_interval = None
-    if launch_count >= 2:
-        ls = np.sort(api.start_ns[lm])
-        launch_interval = float(np.median(np.diff(ls)))
     return _Window(
-        lo=int(ws.min()) if len(ws) else 0,
-        hi=int(we.max()) if len(we) else 0,
+        lo=span_lo,
+        hi=span_hi,
         wall_ns=wall,
         busy_ns=busy_ns,
         compute_ns=compute_ns,
         copy_ns=copy_ns,
         exposed_copy_ns=int(exposed_copy),
         idle_ns=idle_ns,
-        gap_count=len(gs),
+        gap_count=gap_count,
         idle_by_cause=idle_by,
         host_split=host_split,
         kernel_count=kernel_count,
@@ -519,10 +765,10 @@ def _analyze(ctx: _Context, windows: Pair) -> _Window:
         pageable_bytes=pageable_bytes,
         pageable_copy_ns=pageable_ns,
         copy_bytes=copy_bytes,
-        median_kernel_ns=float(np.median(kd)) if len(kd) else 0.0,
-        median_launch_call_ns=float(np.median(lcalls)) if len(lcalls) else None,
-        median_gap_ns=float(np.median(interior)) if len(interior) else 0.0,
-        mean_gap_ns=float(interior.mean()) if len(interior) else 0.0,
+        median_kernel_ns=median_kernel or 0.0,
+        median_launch_call_ns=median_call,
+        median_gap_ns=median_gap or 0.0,
+        mean_gap_ns=mean_gap,
         launch_interval_ns=launch_interval,
     )
 
@@ -745,21 +991,37 @@ def _ncu_commands(ctx: _Context, w: _Window) -> tuple[list[Evidence], list[str],
     tops: list[tuple[str, float]] = []
     if len(k) == 0:
         return ev, cmds, tops
-    on_dev = k.device == ctx.gpu.device
     lo, hi = ctx.steady_lo, ctx.steady_hi
-    steady = on_dev & (k.start_ns >= lo) & (k.start_ns < hi)
-    if not steady.any():
-        steady = on_dev
-    dur = (k.end_ns - k.start_ns).astype(np.float64)
-    per_name = np.bincount(k.name_id[steady], weights=dur[steady], minlength=len(k.names))
-    total_gpu = max(float(w.busy_ns), float(per_name.sum()), 1.0)
-    order = np.argsort(-per_name)[: th.TOP_KERNELS]
-    sm = next((gg.sm_count for gg in tl.gpus if gg.device == ctx.gpu.device and gg.sm_count), None)
-    app = tl.command if " " in tl.command.strip() else "<your command>"
-    short = k.short_names or k.names
     # launches before the steady state, by short name (what ncu's -k regex counts)
     first_iter_end = int(ctx.iterations[1][0]) if len(ctx.iterations[0]) else lo
     warm_end = max(lo, first_iter_end) if len(ctx.iterations[0]) else lo
+    # per kernel name, in one pass over the table: GPU time and launches in the steady state (and on
+    # the whole device, used when the steady state holds none), launches during warm-up, cooperative
+    nn = max(len(k.names), 1)
+    time_steady = np.zeros(nn)
+    time_all = np.zeros(nn)
+    n_steady = np.zeros(nn, np.int64)
+    n_all = np.zeros(nn, np.int64)
+    n_warm = np.zeros(nn, np.int64)
+    coop = np.zeros(nn, bool)
+    for a in range(0, len(k), CHUNK_ROWS):
+        sl = slice(a, a + CHUNK_ROWS)
+        ids, s = k.name_id[sl], k.start_ns[sl]
+        dur = (k.end_ns[sl] - s).astype(np.float64)
+        on = k.device[sl] == ctx.gpu.device
+        st = on & (s >= lo) & (s < hi)
+        time_steady += np.bincount(ids[st], weights=dur[st], minlength=nn)
+        n_steady += np.bincount(ids[st], minlength=nn)
+        time_all += np.bincount(ids[on], weights=dur[on], minlength=nn)
+        n_all += np.bincount(ids[on], minlength=nn)
+        n_warm += np.bincount(ids[on & (s < warm_end)], minlength=nn)
+        if k.launch_type is not None:
+            coop[ids[np.isin(k.launch_type[sl], LAUNCH_COOPERATIVE)]] = True
+    per_name, n_launches = (time_steady, n_steady) if n_steady.any() else (time_all, n_all)
+    total_gpu = max(float(w.busy_ns), float(per_name.sum()), 1.0)
+    order = np.argsort(-per_name)[: th.TOP_KERNELS]
+    app = tl.command if " " in tl.command.strip() else "<your command>"
+    short = k.short_names or k.names
     seen_cmd: set[str] = set()
     for i in order.tolist():
         if per_name[i] <= 0:
@@ -768,14 +1030,13 @@ def _ncu_commands(ctx: _Context, w: _Window) -> tuple[list[Evidence], list[str],
         sname = short[i]
         share = float(per_name[i]) / total_gpu
         tops.append((sname, share))
-        n_launch = int(np.count_nonzero(steady & (k.name_id == i)))
         shown = sname if sum(1 for x in short if x == sname) == 1 else _clip_name(name)
         ev.append(
             Evidence(
                 name=f"GPU time share: {shown}",
                 value=round(100 * share, 1),
                 unit="%",
-                reference=f"{n_launch:,} launches, {_ms(per_name[i])} in the steady state",
+                reference=f"{int(n_launches[i]):,} launches, {_ms(per_name[i])} in the steady state",
                 metric="gpu_time_share",
             )
         )
@@ -783,22 +1044,22 @@ def _ncu_commands(ctx: _Context, w: _Window) -> tuple[list[Evidence], list[str],
         if len(same_short) == 1:
             regex = "regex:^" + _rx(sname) + "$"
             base = ""
-            match_ids = np.array(same_short, np.int64)
+            match_ids = same_short
         else:
             # several kernels share the base name: match the demangled name by a prefix unique to this one
             prefix = _unique_prefix(name, [k.names[j] for j in same_short if j != i])
             regex = "regex:^" + _rx(prefix)
             base = " --kernel-name-base demangled"
-            match_ids = np.array([j for j, x in enumerate(k.names) if x.startswith(prefix)], np.int64)
-        matching = on_dev & np.isin(k.name_id, match_ids)
-        skip = max(1, int(np.count_nonzero(matching & (k.start_ns < warm_end))))
-        rows = np.flatnonzero(k.name_id == i)
-        coop = k.launch_type is not None and bool(np.isin(k.launch_type[rows], LAUNCH_COOPERATIVE).any())
-        persistent = False
-        if k.grid is not None and sm:
-            blocks = int(np.prod(k.grid[rows[0]].astype(np.int64)))
-            persistent = blocks % sm == 0 and 1 <= blocks // sm <= th.PERSISTENT_GRID_MAX_WAVES
-        replay = " --replay-mode application" if coop or persistent else ""
+            match_ids = [j for j, x in enumerate(k.names) if x.startswith(prefix)]
+        skip = max(1, int(n_warm[match_ids].sum()))
+        # Application replay only for cooperative launches (CUPTI launchType 2/3), never guessed
+        # from the grid shape. Kernel replay saves the device memory a kernel writes and restores
+        # it before every pass, so a persistent kernel that loops over a work queue in global
+        # memory replays correctly; a grid of exactly 1-4x the SM count (cuBLAS's nvjet GEMMs
+        # launch 132 blocks on an H200) is no evidence of anything else. A cooperative launch
+        # synchronizes the whole grid, which kernel replay breaks (DESIGN.md); application replay
+        # reruns the program once per pass instead, far slower, so it is kept for those.
+        replay = " --replay-mode application" if coop[i] else ""
         out = f"kprof_{len(cmds) + 1}_" + re.sub(r"[^A-Za-z0-9_]+", "_", sname)[:40]
         cmd = (
             f"ncu --set full{replay}{base} -k {shlex.quote(regex)} --launch-skip {skip} --launch-count 1 "
@@ -1367,7 +1628,7 @@ def _range_diagnoses(ctx: _Context, capture_wall: int) -> list[Diagnosis]:
         first_name.setdefault(nn, orig)
     for gi, gname in enumerate(uniq):
         m = nid == gi
-        if not gname or gname in ctx.iteration_label:
+        if not gname or gname == ctx.its.group:
             continue
         u = iv.union(r.start_ns[m], r.end_ns[m])
         tot = iv.total(u)

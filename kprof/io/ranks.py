@@ -31,17 +31,34 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from kprof.errors import KprofError
 
 HEAD_BYTES = 4 << 20
 """How much of a Kineto trace's text is searched for ``distributedInfo`` (it is written first)."""
+HEAD_CHUNK = 64 << 10
+"""...read this much at a time, stopping as soon as it is found (it sits in the first kilobytes)."""
 TAIL_BYTES = 1 << 20
 """...and how much of the end of an uncompressed trace (where other writers put metadata)."""
 
-RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_RANK")
+RANK_VARIABLES = (
+    "RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+    "MV2_COMM_WORLD_RANK",
+)
 """Launcher environment variables holding the global rank, in order of preference."""
-WORLD_VARIABLES = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "MV2_COMM_WORLD_SIZE")
+WORLD_VARIABLES = (
+    "WORLD_SIZE",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "MV2_COMM_WORLD_SIZE",
+)
 """...and the number of ranks."""
 JOB_VARIABLES = ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID")
 """Variables naming the job itself; without them ``MASTER_ADDR:MASTER_PORT`` identifies a torch job."""
@@ -101,20 +118,34 @@ def _decode_dist(buf: bytes) -> dict[str, object] | None:
     return obj if isinstance(obj, dict) else None
 
 
+def _read_head(f: IO[bytes] | gzip.GzipFile) -> bytes:
+    """Up to HEAD_BYTES from ``f``, read in small pieces until ``distributedInfo`` and its object are in."""
+    buf = b""
+    while len(buf) < HEAD_BYTES:
+        piece = f.read(HEAD_CHUNK)
+        if not piece:
+            break
+        buf += piece
+        i = buf.find(_DIST_KEY)
+        if i >= 0 and buf.find(b"}", i) >= 0 and _decode_dist(buf) is not None:
+            break
+    return buf
+
+
 def _kineto_info(p: Path) -> RankInfo:
     gz = p.name.lower().endswith(".gz")
     try:
         if gz:
             with gzip.open(p, "rb") as f:
-                head = f.read(HEAD_BYTES)
+                head = _read_head(f)
             tail = b""
         else:
             with open(p, "rb") as f:
-                head = f.read(HEAD_BYTES)
+                head = _read_head(f)
                 size = os.fstat(f.fileno()).st_size
                 tail = b""
-                if size > HEAD_BYTES:
-                    f.seek(max(HEAD_BYTES, size - TAIL_BYTES))
+                if _DIST_KEY not in head and size > len(head):
+                    f.seek(max(len(head), size - TAIL_BYTES))
                     tail = f.read()
     except (OSError, EOFError, gzip.BadGzipFile):
         return RankInfo()

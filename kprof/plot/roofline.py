@@ -126,8 +126,9 @@ def plot_roofline(
     >>> ax = plot_roofline(kprof.load("r.ncu-rep"))  # doctest: +SKIP
     >>> ax.figure.savefig("roofline.png")  # doctest: +SKIP
     """
+    n_launches = len(as_launches(launches))
     if ax is None:
-        ax = new_axes((7.5, 4.8))
+        ax = new_axes((9.5, 5.2) if n_launches > 3 else (7.5, 4.8))
     all_points, skipped, roofs = roofline_points(launches, labels)
     all_after: list[RooflinePoint | None] = []
     if after is not None:

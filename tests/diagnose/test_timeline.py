@@ -118,9 +118,9 @@ def test_gpu_bound_names_top_kernels_with_ncu_commands() -> None:
     assert "ncu --set full" in d.next_step and "-k 'regex:^big_gemm$'" in d.next_step
     assert "--launch-count 1" in d.next_step and "--launch-skip 1" in d.next_step
     assert "python3 train.py --fast" in d.next_step
-    # 264 blocks = 2 x 132 SMs: persistent-looking, so application replay
-    first_cmd = d.next_step.split("|")[0]
-    assert "--replay-mode application" in first_cmd
+    # 264 blocks = 2 x 132 SMs (as cuBLAS's persistent nvjet GEMMs launch) is no evidence of a cooperative
+    # launch: kernel replay restores memory between passes, so persistent kernels replay fine
+    assert "--replay-mode" not in d.next_step
 
 
 def _gpu():

@@ -1,0 +1,1 @@
+"""Reliability suite (issue 8): bad inputs, truncations, properties, untouched inputs, atomic outputs, security."""
