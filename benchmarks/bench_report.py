@@ -1,12 +1,14 @@
 """Benchmark of ``kprof report`` on the shipped samples: total time and where it goes.
 
-    python benchmarks/bench_report.py [-o /tmp/report.html] [--top 8]
+    python benchmarks/bench_report.py [-o /tmp/report.html] [--top 8] [--no-breakdown]
 
-Runs the same steps as :func:`kprof.report.build_report` (papermill per template, merge,
-nbconvert export, atomic write) and prints, as markdown, the wall time of each step and the
-slowest cells of each notebook (papermill records every cell's duration). The target is
-60 s on the development machine (2 cores shared with other work); the kernel start-up and
-imports of each notebook are in its first code cell.
+First runs :func:`kprof.report.build_report` as ``kprof report`` does (the notebooks in
+parallel, one process and kernel each): that is the headline time, with the target of 60 s
+on the development machine (2 cores shared with other work). Then, for the breakdown, runs
+the same steps one after the other (papermill per template, merge, nbconvert export, atomic
+write) and prints, as markdown, the wall time of each step and the slowest cells of each
+notebook (papermill records every cell's duration). Loading and diagnosing the inputs is in
+each notebook's first code cell; kernel start-up is what the cells do not account for.
 """
 
 from __future__ import annotations
@@ -36,7 +38,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", default=None, help="report file (default: a temporary file)")
     ap.add_argument("--top", type=int, default=6, help="slowest cells listed per notebook")
+    ap.add_argument("--no-breakdown", action="store_true", help="only the end-to-end run")
     args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="kprof-bench-") as tmp:
+        t0 = time.perf_counter()
+        out = report.build_report(None, Path(args.output or Path(tmp) / "report.html"), log=None)
+        end_to_end = time.perf_counter() - t0
+        size = out.stat().st_size
+    print(f"## `kprof report` on the samples, end to end: {end_to_end:.1f} s ({size / 1e6:.2f} MB)\n")
+    if args.no_breakdown:
+        return 0 if end_to_end <= 60 else 1
 
     t_all = time.perf_counter()
     t0 = time.perf_counter()
@@ -68,13 +80,14 @@ def main() -> int:
         body = report.export_html(merged)
         rows.append(("nbconvert export", time.perf_counter() - t0))
         t0 = time.perf_counter()
-        out = Path(args.output) if args.output else Path(tmp) / "report.html"
-        report.atomic_write(out.resolve(), body)
+        report.atomic_write(Path(tmp) / "report.html", body)
         rows.append(("atomic write", time.perf_counter() - t0))
     total = time.perf_counter() - t_all
 
     n_in = len(inputs.timelines) + len(inputs.kernels)
-    print(f"## kprof report on the samples ({n_in} inputs, {os.cpu_count()} CPUs): {total:.1f} s\n")
+    print(
+        f"## Breakdown, notebooks one after the other ({n_in} inputs, {os.cpu_count()} CPUs): {total:.1f} s\n"
+    )
     print("| step | seconds | share |\n|---|---:|---:|")
     for name, dt in rows:
         print(f"| {name} | {dt:.2f} | {100 * dt / total:.0f}% |")
@@ -85,7 +98,7 @@ def main() -> int:
         for dt, src in top:
             print(f"| {dt:.2f} | `{src.replace('|', '/')}` |")
         print()
-    return 0 if total <= 60 else 1
+    return 0 if end_to_end <= 60 else 1
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Each input goes to the notebooks of its stage (DESIGN.md's workflow): timeline captures to
 ``01_timeline``, Nsight Compute reports to ``02_kernel`` and ``03_mechanism``. Each
 notebook runs once with all its inputs (papermill, in a fresh ``ipykernel`` running this
-interpreter, inside a private temporary directory), the executed notebooks are joined
+interpreter, inside a private temporary directory; the notebooks run in parallel, one
+Python process each), the executed notebooks are joined
 behind a header that lists every headline, and nbconvert exports the result with images
 embedded, input cells hidden (``show_code`` keeps them) and nothing loaded from the network.
 The output file is written atomically (a temporary file in the same directory, then
@@ -17,20 +18,19 @@ export.
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
 import html as htmllib
 import io
 import json
-import multiprocessing
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -665,8 +665,8 @@ def build_report(
     log
         Where progress goes, one line per notebook with its time (None: silent).
     jobs
-        Notebooks executed at once, each in its own process and kernel (default: all of
-        them; 1 runs them one after the other in this process).
+        Notebooks executed at once, each in its own Python process and kernel (default:
+        all of them, three at most; 1 runs them one after the other in this process).
 
     Returns
     -------
@@ -690,13 +690,9 @@ def build_report(
     if out_path.is_dir():
         raise KprofInputError(out_path, "is a directory; give the report's file name with -o")
     paths = list(paths or [])
-    from_samples = not paths
-    if from_samples:
+    if not paths:
         paths = list(sample_paths())
     inputs = sort_inputs(paths)
-    if from_samples:
-        # samples come with a manifest: pairs follow the file names there too
-        inputs = dataclasses.replace(inputs, pairs=tuple(find_pairs(inputs.kernels)))
     stages = inputs.stages()
     if not stages:
         raise KprofError("nothing to report on: no input files")
@@ -715,20 +711,14 @@ def build_report(
         workdir = Path(tmp)
         tasks = [(stage, stage_parameters(stage, inputs), workdir) for stage in stages]
         if n_jobs == 1:
-            results: Iterable[tuple[str, float, Any]] = (_run_stage(*t) for t in tasks)
-            for i, (stage, dt, nb) in enumerate(results, 1):
+            for i, (stage, params, wd) in enumerate(tasks, 1):
+                stage, dt, nb = _run_stage(stage, params, wd)
                 done[stage] = (dt, nb)
                 say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
         else:
-            # one process per notebook (each runs its own kernel): start-up, loading and plotting
-            # overlap; "spawn" is safe even when called from a threaded host such as Jupyter
-            ctx = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=ctx) as pool:
-                futures = [pool.submit(_run_stage, *t) for t in tasks]
-                for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-                    stage, dt, nb = fut.result()
-                    done[stage] = (dt, nb)
-                    say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
+            for i, (stage, dt, nb) in enumerate(_run_parallel(tasks, n_jobs), 1):
+                done[stage] = (dt, nb)
+                say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
         parts = [(stage, done[stage][1]) for stage in stages]
         timings = [(TEMPLATES[stage].removesuffix(".ipynb"), done[stage][0]) for stage in stages]
         t0 = time.perf_counter()
@@ -746,6 +736,81 @@ def _run_stage(stage: str, params: dict[str, Any], workdir: Path) -> tuple[str, 
     t0 = time.perf_counter()
     nb = execute_template(stage, params, workdir)
     return stage, time.perf_counter() - t0, nb
+
+
+def _run_parallel(
+    tasks: Sequence[tuple[str, dict[str, Any], Path]], n_jobs: int
+) -> Iterator[tuple[str, float, Any]]:
+    """Run each template in its own Python process (``python -m kprof.report JOB``), at most
+    ``n_jobs`` at once; yield ``(stage, seconds, notebook)`` as they finish.
+
+    Plain subprocesses rather than multiprocessing: nothing re-imports the caller's main
+    module, so this works from scripts without a ``__main__`` guard and from Jupyter.
+    On a failure the other runs are stopped and the error is raised here.
+    """
+    import nbformat
+
+    pending = list(tasks)
+    running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+    # the children's stderr goes to a file (a pipe read only at the end could fill and block them)
+    try:
+        while pending or running:
+            while pending and len(running) < n_jobs:
+                stage, params, workdir = pending.pop(0)
+                job = workdir / f"{stage}.job.json"
+                job.write_text(json.dumps({"stage": stage, "params": params, "workdir": str(workdir)}))
+                with open(workdir / f"{stage}.stderr.log", "wb") as err:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "kprof.report", str(job)],
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                    )
+                running[stage] = (proc, workdir)
+            finished = [s for s, (p, _) in running.items() if p.poll() is not None]
+            if not finished:
+                time.sleep(0.05)
+                continue
+            for stage in finished:
+                proc, workdir = running.pop(stage)
+                stderr = (workdir / f"{stage}.stderr.log").read_text(errors="replace")
+                result_file = workdir / f"{stage}.result.json"
+                if not result_file.is_file():
+                    tail = " ".join(stderr.strip().splitlines()[-1:]) or f"exit status {proc.returncode}"
+                    raise RuntimeError(f"template {TEMPLATES[stage]}: its process died ({tail})")
+                result = json.loads(result_file.read_text())
+                if not result["ok"]:
+                    if result["kind"] == "input":
+                        raise KprofError(result["message"])
+                    raise RuntimeError(result["message"])
+                nb = nbformat.read(workdir / TEMPLATES[stage], as_version=4)
+                yield stage, float(result["seconds"]), nb
+    finally:
+        for proc, _ in running.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc, _ in running.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+            if proc.poll() is None:
+                proc.kill()
+
+
+def _worker(job_file: str) -> int:
+    """``python -m kprof.report JOB``: run one template as :func:`_run_parallel` asked, and
+    leave the outcome beside the executed notebook."""
+    job = json.loads(Path(job_file).read_text())
+    stage, workdir = job["stage"], Path(job["workdir"])
+    out = workdir / f"{stage}.result.json"
+    try:
+        _, dt, _ = _run_stage(stage, job["params"], workdir)
+        result: dict[str, Any] = {"ok": True, "seconds": dt}
+    except KprofError as exc:
+        result = {"ok": False, "kind": "input", "message": str(exc)}
+    except Exception as exc:
+        result = {"ok": False, "kind": "internal", "message": f"{type(exc).__name__}: {exc}"}
+    atomic_write(out, json.dumps(result))
+    return 0
 
 
 def cli(args: argparse.Namespace) -> int:
@@ -776,3 +841,7 @@ __all__ = [
     "timeline_explorer",
     "timeline_gaps",
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1]))

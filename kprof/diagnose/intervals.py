@@ -325,7 +325,9 @@ def gap_chunks(blocks: Iterable[Chunk], n_cols: int = 0) -> Iterator[Chunk]:
     )
 
 
-def clip_to_windows(starts: np.ndarray, ends: np.ndarray, windows: Pair) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def clip_to_windows(
+    starts: np.ndarray, ends: np.ndarray, windows: Pair
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pieces of sorted disjoint intervals inside a union of windows: (piece starts, ends, source index).
 
     An interval that spans several windows gives one piece per window; ``source index`` says

@@ -1,12 +1,20 @@
 """Loaders: one module per input format; pure functions path -> model objects.
 
-:func:`load` picks the loader from the file's name and first bytes.
+:func:`load` picks the loader from the file's name and first bytes. Every problem with
+an input is a :class:`~kprof.errors.KprofInputError` naming the file: the loaders raise
+it for what they recognise, and :func:`load` turns the exceptions that only malformed
+data raises inside a loader (a number too large for 64 bits, JSON nested past Python's
+recursion limit, undecodable compressed data, a damaged SQLite page, a read error)
+into one too, so a bad file never surfaces as a traceback or an "internal error".
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import sqlite3
+import struct
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +31,15 @@ GZIP_MAGIC = b"\x1f\x8b"
 def check_readable_file(path: str | os.PathLike[str]) -> Path:
     """Raise :class:`KprofInputError` unless ``path`` is an existing, readable, non-empty file."""
     p = Path(path)
-    if not p.exists():
+    try:
+        exists = p.exists()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise KprofInputError(p, f"cannot look up the path: {exc.strerror or exc}") from exc
+    if not exists:
+        if p.is_symlink():
+            raise KprofInputError(
+                p, "is a broken symbolic link (its target is missing, or links form a loop)"
+            )
         raise KprofInputError(p, "no such file")
     if p.is_dir():
         raise KprofInputError(p, "is a directory, not a profile file")
@@ -91,14 +107,53 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     )
 
 
+_MALFORMED_DATA = (
+    OverflowError,  # a value too large for the 64-bit columns (2**63, 1e400)
+    RecursionError,  # JSON nested deeper than Python's recursion limit
+    UnicodeError,
+    EOFError,  # compressed data cut short
+    zlib.error,
+    struct.error,
+    sqlite3.DatabaseError,
+)
+"""Exceptions that, raised inside a loader, can only mean the file's content is malformed."""
+
+
 def load(path: str | os.PathLike[str]) -> Timeline | KernelProfile:
     """Load any supported profile: a :class:`~kprof.model.Timeline` or a :class:`~kprof.model.KernelProfile`.
+
+    Raises
+    ------
+    KprofInputError
+        The file is missing, unreadable, of an unknown type, truncated, corrupt or malformed;
+        the message is one line naming the file and the problem.
+    MissingToolError
+        Reading this format needs a tool or package that is not installed.
 
     Examples
     --------
     >>> tl = load("data/samples/host_launch_bound.sqlite")  # doctest: +SKIP
     """
     fmt = detect_format(path)
+    try:
+        return _load(path, fmt)
+    except _MALFORMED_DATA as exc:
+        what = " ".join(str(exc).split()) or "no details"
+        raise KprofInputError(path, f"malformed {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {what})") from exc
+    except OSError as exc:
+        raise KprofInputError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+_FORMAT_NAMES = {
+    "nsys-rep": "Nsight Systems report",
+    "nsys-sqlite": "nsys SQLite export",
+    "kineto": "PyTorch profiler trace",
+    "ncu-rep": "Nsight Compute report",
+    "ncu-csv": "ncu CSV export",
+}
+
+
+def _load(path: str | os.PathLike[str], fmt: str) -> Timeline | KernelProfile:
     if fmt == "nsys-rep":
         from kprof.io.nsys import load_nsys_rep
 

@@ -23,7 +23,9 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import math
 import os
+import re
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -84,14 +86,24 @@ def _ns(v: Any) -> int:
 
 
 class _Reader:
-    """Incremental JSON reader over a (possibly gzip) file: one value at a time."""
+    """Incremental JSON reader over a (possibly gzip) file: one value at a time.
+
+    The text is decoded as UTF-8 (a leading byte-order mark is skipped, as ``json.load``
+    does; undecodable bytes become U+FFFD instead of failing the whole trace) and held one
+    chunk at a time. ``json.JSONDecoder.raw_decode`` parses each value, so strings with
+    braces, brackets, escaped quotes or any unicode are read exactly as ``json.load`` reads
+    them. A value cut by the chunk boundary is retried with the next chunk; a value that is
+    invalid anywhere else raises at once rather than reading the rest of the file first.
+    """
 
     def __init__(self, f: IO[bytes], path: Path) -> None:
         self.f = f
         self.path = path
-        self.dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.dec = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         self.buf = ""
         self.pos = 0
+        self.base = 0
+        """Characters of the file before ``buf`` (for error positions)."""
         self.eof = False
         self.json = json.JSONDecoder(parse_float=str)
 
@@ -102,6 +114,7 @@ class _Reader:
             data = self.f.read(READ_CHUNK)
         except (OSError, EOFError, zlib.error) as exc:
             raise KprofInputError(self.path, f"truncated or corrupt compressed data ({exc})") from exc
+        self.base += self.pos
         if not data:
             self.eof = True
             self.buf = self.buf[self.pos :] + self.dec.decode(b"", final=True)
@@ -110,6 +123,16 @@ class _Reader:
         self.buf = self.buf[self.pos :] + self.dec.decode(data)
         self.pos = 0
         return True
+
+    def _cut_by_chunk_end(self, exc: json.JSONDecodeError) -> bool:
+        """Whether a decode error can be the chunk boundary cutting a valid value short."""
+        if self.eof:
+            return False
+        # the scanner stops where the text ends; only an unterminated string reports its start
+        return exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated string")
+
+    def _bad(self, why: str) -> KprofInputError:
+        return KprofInputError(self.path, f"not valid JSON ({why}; truncated file?)")
 
     def peek(self) -> str:
         """The next non-whitespace character ('' at the end of the input)."""
@@ -137,13 +160,14 @@ class _Reader:
             try:
                 v, end = self.json.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                # incomplete value at the end of the buffer: read more and retry
-                if self._fill():
+                # a value cut by the end of the chunk: read more and retry
+                if self._cut_by_chunk_end(exc) and self._fill():
                     continue
-                raise KprofInputError(
-                    self.path, f"not valid JSON ({exc.msg} near byte {exc.pos}; truncated file?)"
-                ) from exc
-            # a number at the very end of the buffer may continue in the next chunk
+                where = self.base + exc.pos
+                raise self._bad(f"{exc.msg} at character {where:,}") from exc
+            except RecursionError as exc:
+                raise self._bad(f"nested too deeply at character {self.base + self.pos:,}") from exc
+            # a number or literal at the very end of the buffer may continue in the next chunk
             if end >= len(self.buf) and not self.eof and self.buf[self.pos] not in '{["' and self._fill():
                 continue
             self.pos = end
@@ -243,20 +267,48 @@ def _arr(a: array, dtype: str) -> np.ndarray:
     return np.frombuffer(a, dtype=np.int64).astype(dtype) if len(a) else np.zeros(0, dtype)
 
 
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+_TS_LIMIT = 2**62
+"""Nanosecond timestamps beyond +-2**62 (146 years) are not timestamps: such events are counted, not loaded."""
+
+
 def _int(v: Any, default: int = -1) -> int:
+    """An integer field (int, float, float text, ``"stream 7"``), or ``default`` if it is none or beyond int64."""
+    out: int
     if type(v) is int:
-        return v
-    if isinstance(v, str):
+        out = v
+    elif isinstance(v, str):
         s = v.strip()
-        if s.lstrip("-").isdigit():
-            return int(s)
         tail = s.rsplit(" ", 1)[-1]  # "stream 7"
-        if tail.lstrip("-").isdigit():
-            return int(tail)
+        if _INT_TEXT.fullmatch(s):
+            out = int(s)
+        elif _INT_TEXT.fullmatch(tail):
+            out = int(tail)
+        else:
+            try:  # the decoder keeps JSON floats as text
+                f = float(s)
+            except ValueError:
+                return default
+            if not math.isfinite(f):
+                return default
+            out = int(f)
+    elif isinstance(v, float) and math.isfinite(v):
+        out = int(v)
+    else:
         return default
-    if isinstance(v, float):
-        return int(v)
-    return default
+    return out if _I64_MIN <= out <= _I64_MAX else default
+
+
+def _args(ev: dict[str, Any]) -> dict[str, Any]:
+    """An event's ``args`` object ({} when absent or not an object)."""
+    a = ev.get("args")
+    return a if isinstance(a, dict) else {}
+
+
+def _hashable(v: Any) -> Any:
+    """A pid/tid usable as a dict key (JSON arrays and objects become their text)."""
+    return v if v is None or isinstance(v, int | float | str) else json.dumps(v, sort_keys=True)
 
 
 def _copy_kind(name: str) -> tuple[int, int, int]:
@@ -315,7 +367,7 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
     n_events = 0
 
     def thread_of(ev: dict[str, Any]) -> int:
-        key = (ev.get("pid"), ev.get("tid"))
+        key = (_hashable(ev.get("pid")), _hashable(ev.get("tid")))
         t = threads.get(key)
         if t is None:
             t = threads[key] = len(threads)
@@ -330,11 +382,11 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
         n_chrome += 1
         if ph == "M":
             name = ev.get("name")
-            args = ev.get("args") or {}
+            args = _args(ev)
             if name == "thread_name":
-                thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
+                thread_names[(_hashable(ev.get("pid")), _hashable(ev.get("tid")))] = str(args.get("name", ""))
             elif name == "process_name":
-                process_names[ev.get("pid")] = str(args.get("name", ""))
+                process_names[_hashable(ev.get("pid"))] = str(args.get("name", ""))
             continue
         if ph != "X":
             continue
@@ -345,10 +397,12 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
         try:
             s = _ns(ev["ts"])
             e = s + _ns(ev.get("dur", 0))
-        except (KeyError, TypeError, ValueError):
+            if not (-_TS_LIMIT < s < _TS_LIMIT and -_TS_LIMIT < e < _TS_LIMIT):
+                raise ValueError("out of range")
+        except (KeyError, TypeError, ValueError, OverflowError):
             other["events without a valid ts/dur"] = other.get("events without a valid ts/dur", 0) + 1
             continue
-        args = ev.get("args") or {}
+        args = _args(ev)
         if cat in _KERNEL:
             kc = k_cols
             kc["s"].append(s)

@@ -5,21 +5,51 @@ without it :class:`~kprof.errors.MissingToolError` says how to install it. For a
 reader with no native module, export the report with ``ncu --csv --page raw`` and
 use :func:`kprof.io.ncu_csv.load_ncu_csv`.
 
-``ncu_report`` does not raise on bad input (DESIGN.md, "Measured pitfalls"): random
-or truncated bytes load as a report with 0 ranges, and a report cut short loads
-with an action whose name is None. Both are turned into a one-line
-:class:`~kprof.errors.KprofInputError` here, never into "no kernels".
+Bad files, in three layers:
+
+1. **Structure, checked here before the native module sees the file**
+   (:func:`check_report_structure`). A report is ``NVR\\0``, a little-endian u32 size and a
+   protobuf file header, then blocks to the end of the file: each a u32 size, a protobuf
+   block header (field 1: number of source entries, 2: number of result entries, 5: payload
+   size) and a payload of u32-size-prefixed entries. Read from the real files of ncu 2023.1
+   and 2025.3, whose blocks tile the file exactly. A truncated report, random bytes behind an
+   ``NVR`` signature, or a damaged size field fail here with the byte offset, in milliseconds.
+2. **A crash of the native module is contained.** ``ncu_report`` segfaults on some damage
+   the structure cannot show: 64 bytes smashed in the section table of the cubin that a
+   report embeds crash ``IAction.sass_by_pc`` (measured with ncu-report 2026.3.1), and the
+   copy in Nsight Compute 2025.3's ``extras/python`` crashed when imported after pyarrow.
+   So by default the report is read in a child process (``KPROF_NCU_ISOLATE=0`` reads it in
+   this process: faster by the child's start-up, about 0.3-0.5 s, but a crash then ends
+   this process). A crash or a hang of the child is a :class:`~kprof.errors.KprofInputError`.
+3. **What ``ncu_report`` returns is checked** (DESIGN.md, "Measured pitfalls"): it does not
+   raise on bad input; 0 ranges, an action whose name is None or one without metrics mean a
+   truncated or corrupt report, never "no kernels". Its protobuf parse errors, which it
+   prints on the process's stderr, are kept off the terminal and quoted in the reason.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import copyreg
+import importlib.util
+import json
 import math
 import os
+import pickle
 import re
-from collections.abc import Mapping
-from typing import Any
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import IO, Any
 
-from kprof.errors import KprofInputError, MissingToolError
+from kprof.errors import KprofError, KprofInputError, MissingToolError
 from kprof.kernel_model import KernelLaunch, KernelProfile, Metric, MetricValue, RuleResult, SassLine
 
 NCU_REP_MAGIC = b"NVR\x00"
@@ -40,6 +70,17 @@ MAX_SASS_LINES = 500_000  # a guard against walking off a function in a corrupt 
 # passed wrongly; such names are skipped (and noted), they are not metrics.
 _METRIC_NAME = re.compile(r"^[A-Za-z0-9_@:.\-]+$")
 
+ISOLATE_ENV = "KPROF_NCU_ISOLATE"
+"""``0`` reads reports in this process; anything else (the default) reads them in a child process."""
+LOAD_TIMEOUT_S = 900.0
+"""A child still reading one report after this long is stopped (ncu_report hung on the file)."""
+_MODULE_MARK = "kprof-ncu-report-module: "
+# What ncu_report's protobuf library prints for an unreadable message, e.g.
+# "E0000 00:00:1796027031.530593 8399 message_lite.cc:195] Can't parse message of type
+# "NV.Profiler.Messages.FileHeader" because it is missing required fields: ..."
+_PROTOBUF_LOG = re.compile(r"^[EWIF]\d{4} [\d:. ]+\d+ \S+\.cc:\d+\] (?P<msg>.*)$")
+_PARSE_ERROR = re.compile(r"Can't parse message of type \"(?P<type>[^\"]+)\"")
+
 _MSG_TYPES = {0: "", 1: "ok", 2: "warning", 3: "optimization", 4: "error"}
 _SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
 
@@ -47,13 +88,27 @@ _SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
 def _import_ncu_report() -> Any:
     try:
         import ncu_report
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingToolError(
-            "reading .ncu-rep files needs NVIDIA's ncu_report module: "
-            f"`{INSTALL_HINT}` (or export the report with `ncu --import X.ncu-rep --csv --page raw > X.csv` "
-            "and load the CSV)"
-        ) from exc
+    except ImportError as exc:
+        raise _missing_module() from exc
     return ncu_report
+
+
+def _ncu_report_available() -> bool:
+    """Whether ``import ncu_report`` would find a module (without importing it here)."""
+    if "ncu_report" in sys.modules:
+        return sys.modules["ncu_report"] is not None
+    try:
+        return importlib.util.find_spec("ncu_report") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _missing_module() -> MissingToolError:
+    return MissingToolError(
+        "reading .ncu-rep files needs NVIDIA's ncu_report module: "
+        f"`{INSTALL_HINT}` (or export the report with `ncu --import X.ncu-rep --csv --page raw > X.csv` "
+        "and load the CSV)"
+    )
 
 
 def _check_magic(path: str) -> None:
@@ -68,8 +123,197 @@ def _check_magic(path: str) -> None:
         )
 
 
+# --------------------------------------------------------------------------- structure
+
+
+@dataclass(frozen=True, slots=True)
+class ReportStructure:
+    """What :func:`check_report_structure` read: the container's blocks and their entries."""
+
+    size: int
+    """File size, bytes."""
+    blocks: int
+    sources: int
+    """Source entries (the profiled binaries, with their SASS)."""
+    results: int
+    """Result entries: one per profiled range (launch)."""
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        if i >= len(buf) or shift > 63:
+            raise ValueError("bad varint")
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, i
+
+
+def _protobuf_ints(buf: bytes) -> dict[int, int]:
+    """The integer (varint) fields of one protobuf message; ValueError unless it is well formed."""
+    out: dict[int, int] = {}
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            out[field], i = _varint(buf, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            i += n
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > len(buf):
+            raise ValueError("field runs past the message")
+    return out
+
+
+def _read_exact(f: IO[bytes], n: int) -> bytes:
+    data = f.read(n)
+    return data if len(data) == n else b""
+
+
+def check_report_structure(path: str | os.PathLike[str]) -> ReportStructure:
+    """Check an ``.ncu-rep`` file's container framing before ``ncu_report`` reads it.
+
+    Reads only the headers (seeking over payloads), so it costs milliseconds even for a large
+    report. It catches truncation and damaged framing; damage inside a payload (a flipped bit
+    in a metric value or in the embedded cubin) is invisible here.
+
+    Raises
+    ------
+    KprofInputError
+        Not an ncu report, truncated, or corrupt; the reason gives the byte offset.
+
+    Examples
+    --------
+    >>> check_report_structure("data/samples/ncu/small_grid.ncu-rep")  # doctest: +SKIP
+    ReportStructure(size=1411817, blocks=10, sources=1, results=1)
+    """
+    p = os.fspath(path)
+    try:
+        size = os.path.getsize(p)
+        with open(p, "rb") as f:
+            return _walk_blocks(p, f, size)
+    except OSError as exc:
+        raise KprofInputError(p, f"cannot read: {exc.strerror}") from exc
+
+
+def _walk_blocks(p: str, f: IO[bytes], size: int) -> ReportStructure:
+    blocks = sources = results = 0
+
+    def bad(what: str, *, truncated: bool = False) -> KprofInputError:
+        ranges = (
+            "holds no profiled ranges"
+            if results == 0
+            else f"{results} profiled range{'s' if results != 1 else ''} complete before the damage"
+        )
+        kind = "truncated" if truncated else "corrupt"
+        return KprofInputError(
+            p,
+            f"the report is {kind} and {ranges}: {what} (file size {size:,} bytes); "
+            + (
+                "copy it again (an interrupted copy or download?) or profile again"
+                if truncated
+                else "copy it again or profile again"
+            ),
+        )
+
+    if _read_exact(f, len(NCU_REP_MAGIC)) != NCU_REP_MAGIC:
+        raise KprofInputError(
+            p, "not an Nsight Compute report (the file does not start with ncu's 'NVR' signature)"
+        )
+    raw = _read_exact(f, 4)
+    if not raw:
+        raise bad("it ends inside the file header", truncated=True)
+    (n,) = struct.unpack("<I", raw)
+    pos = 8
+    if pos + n > size:
+        raise bad(f"the file header at byte 8 declares {n:,} bytes, past the end", truncated=True)
+    try:
+        _protobuf_ints(_read_exact(f, n))
+    except ValueError:
+        raise bad("the file header at byte 8 is not readable") from None
+    pos += n
+    while pos < size:
+        start = pos
+        raw = _read_exact(f, 4)
+        if not raw:
+            raise bad(f"it ends inside the size of block {blocks} at byte {start:,}", truncated=True)
+        (n,) = struct.unpack("<I", raw)
+        pos += 4
+        if n == 0 or pos + n > size:
+            truncated = 0 < n <= 1 << 24  # a plausible header size: the file was cut, not damaged
+            raise bad(
+                f"block {blocks} at byte {start:,} declares a {n:,}-byte header"
+                + (", past the end" if n else ""),
+                truncated=truncated,
+            )
+        try:
+            fields = _protobuf_ints(_read_exact(f, n))
+        except ValueError:
+            raise bad(f"the header of block {blocks} at byte {start:,} is not readable") from None
+        pos += n
+        n_src, n_res, payload = fields.get(1, 0), fields.get(2, 0), fields.get(5, 0)
+        end = pos + payload
+        if n_src + n_res > payload // 4:
+            raise bad(
+                f"the header of block {blocks} at byte {start:,} counts more entries than its payload holds"
+            )
+        if end > size:
+            raise bad(
+                f"block {blocks} at byte {start:,} declares a {payload:,}-byte payload; "
+                f"the file ends {size - pos:,} bytes into it",
+                truncated=payload <= 1 << 40,
+            )
+        for k in range(n_src + n_res):
+            f.seek(pos)
+            raw = _read_exact(f, 4)
+            if not raw or pos + 4 > end:
+                raise bad(f"entry {k} of block {blocks} lies past the block's payload")
+            (m,) = struct.unpack("<I", raw)
+            pos += 4 + m
+            if pos > end:
+                raise bad(
+                    f"entry {k} of block {blocks} at byte {pos - 4 - m:,} runs past the block's payload"
+                )
+        if pos != end:
+            raise bad(f"the entries of block {blocks} at byte {start:,} do not fill its declared payload")
+        f.seek(end)
+        blocks += 1
+        sources += n_src
+        results += n_res
+    if results == 0:
+        raise KprofInputError(
+            p,
+            "the report holds no profiled ranges (its blocks hold no results): it is truncated, "
+            "corrupt or not written by ncu",
+        )
+    return ReportStructure(size=size, blocks=blocks, sources=sources, results=results)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _isolated() -> bool:
+    return os.environ.get(ISOLATE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     """Load every profiled launch of an ``.ncu-rep`` report.
+
+    The file's structure is checked first (:func:`check_report_structure`); then NVIDIA's
+    ``ncu_report`` reads it, in a child process unless ``KPROF_NCU_ISOLATE=0``, so that a crash
+    of the native module on a corrupt file is reported, not fatal.
 
     Parameters
     ----------
@@ -86,7 +330,8 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     Raises
     ------
     KprofInputError
-        The file is not an ncu report, is truncated, or holds no launches.
+        The file is not an ncu report, is truncated or corrupt (``ncu_report`` crashed on it,
+        or returned no launches or unnamed ones), or holds no launches.
     MissingToolError
         ``ncu_report`` is not installed (``pip install ncu-report``).
 
@@ -100,6 +345,66 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
 
     p = os.fspath(check_readable_file(path))
     _check_magic(p)
+    if not _ncu_report_available():
+        raise _missing_module()
+    check_report_structure(p)
+    if _isolated():
+        return _load_in_child(p)
+    return _load_in_process(p)
+
+
+@contextlib.contextmanager
+def _native_stderr(complaints: list[str]) -> Iterator[None]:
+    """Keep what native code prints on stderr (file descriptor 2) off the terminal while it runs.
+
+    ncu_report's protobuf library logs unreadable messages there; those go to ``complaints``.
+    Anything else is written back to stderr afterwards.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no usable fd 2 (a daemon): nothing to keep off
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            other = []
+            for line in text.splitlines():
+                m = _PROTOBUF_LOG.match(line)
+                if m:
+                    complaints.append(m["msg"])
+                elif line.strip():
+                    other.append(line)
+            if other:
+                print("\n".join(other), file=sys.stderr, flush=True)
+
+
+def _with_complaints(exc: KprofInputError, complaints: list[str]) -> KprofInputError:
+    types = sorted({m["type"].rsplit(".", 1)[-1] for c in complaints if (m := _PARSE_ERROR.search(c))})
+    if not types:
+        return exc
+    return KprofInputError(exc.path, f"{exc.reason} (ncu_report could not parse its {', '.join(types)})")
+
+
+def _load_in_process(p: str) -> KernelProfile:
+    complaints: list[str] = []
+    try:
+        with _native_stderr(complaints):
+            return _read_report(p)
+    except KprofInputError as exc:
+        raise _with_complaints(exc, complaints) from None
+
+
+def _read_report(p: str) -> KernelProfile:
     ncu_report = _import_ncu_report()
     try:
         ctx = ncu_report.load_report(p)
@@ -128,6 +433,235 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     return KernelProfile(
         source=p, launches=tuple(launches), format="ncu-rep", tool_version=version, notes=tuple(notes)
     )
+
+
+# --------------------------------------------------------------------------- the child process
+
+_WORKER = (
+    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+    "from kprof.io.ncu import _serve; sys.exit(_serve(float(sys.argv[2])))"
+)
+WORKER_IDLE_S = 300.0
+"""The reader process exits after this long without a request (the next load starts a new one)."""
+
+
+def _frozen(d: dict[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(d)
+
+
+def _dump(obj: object, f: IO[bytes]) -> None:
+    """Pickle ``obj``; the model's read-only mappings travel as dicts and come back read-only."""
+    pk = pickle.Pickler(f, protocol=pickle.HIGHEST_PROTOCOL)
+    table = copyreg.dispatch_table.copy()
+    table[MappingProxyType] = lambda m: (_frozen, (dict(m),))
+    pk.dispatch_table = table
+    pk.dump(obj)
+
+
+def _serve(idle_s: float) -> int:
+    """The reader process: read one report per request line on stdin, answer ``done`` on stdout.
+
+    A request is ``{"path": ..., "out": ...}``; the result ``(kind, value)`` is pickled to ``out``.
+    Everything else this process prints (native code included) goes to stderr, so stdout
+    carries only the answers.
+    """
+    import select
+
+    os.environ[ISOLATE_ENV] = "0"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    with contextlib.suppress(ImportError):
+        import ncu_report
+
+        print(_MODULE_MARK + str(getattr(ncu_report, "__file__", "?")), file=sys.stderr, flush=True)
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], idle_s)
+        line = sys.stdin.readline() if ready else ""
+        if not line:
+            return 0  # idle, or the parent has gone
+        req = json.loads(line)
+        result: tuple[str, Any]
+        try:
+            result = ("ok", _load_in_process(req["path"]))
+        except KprofInputError as exc:
+            result = ("input", exc.reason)
+        except MissingToolError as exc:
+            result = ("missing", str(exc))
+        except Exception as exc:  # a bug, not bad input: the parent reports it as an internal error
+            result = ("internal", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        with open(req["out"], "wb") as f:
+            _dump(result, f)
+        answers.write("done\n")
+        answers.flush()
+
+
+class _Reader:
+    """A child process that reads reports for this one: started on first use, restarted after a crash.
+
+    One process serves every load, so ncu_report's one-time start-up (about 1 s, mostly its
+    SASS disassembler) is paid once, as it would be in this process.
+    """
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log: IO[bytes] | None = None
+
+    def _start(self, p: str) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        env[ISOLATE_ENV] = "0"
+        env.setdefault("PYTHONFAULTHANDLER", "1")  # a crash prints the Python frames it happened in
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process it logs
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER, json.dumps([str(x) for x in sys.path]), str(WORKER_IDLE_S)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.log,
+                env=env,
+            )
+        except OSError as exc:
+            self.stop()
+            raise KprofError(
+                f"{p}: cannot start the Python process that reads .ncu-rep reports ({exc})"
+            ) from exc
+        return self.proc
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                if proc.stdin:
+                    proc.stdin.close()
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            with contextlib.suppress(OSError):
+                if proc.stdout:
+                    proc.stdout.close()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def _stderr(self, start: int = 0) -> list[str]:
+        if self.log is None:
+            return []
+        self.log.seek(start)
+        return self.log.read().decode("utf-8", "replace").splitlines()
+
+    def load(self, p: str) -> KernelProfile:
+        with self.lock, tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
+            out = os.path.join(tmp, "result.pickle")
+            for attempt in (1, 2):
+                if self.proc is None or self.proc.poll() is not None:
+                    self.stop()
+                    self._start(p)
+                proc = self.proc
+                assert proc is not None and self.log is not None
+                start = self.log.seek(0, os.SEEK_END)
+                try:
+                    answered = self._ask(proc, p, out)
+                except BaseException:
+                    self.stop()  # interrupted mid-request: the process's state is unknown
+                    raise
+                if answered:
+                    break
+                if proc.returncode != 0 or attempt == 2:
+                    lines = self._stderr()
+                    self.stop()
+                    raise _child_failure(p, proc.returncode, lines)
+                self.stop()  # it had just left on its idle timeout: ask a fresh one
+            said = [ln for ln in self._stderr(start) if ln.strip() and not ln.startswith(_MODULE_MARK)]
+            if said:
+                print("\n".join(said), file=sys.stderr, flush=True)
+            with open(out, "rb") as f:
+                kind, value = pickle.load(f)  # written just now by our own child
+        if kind == "ok":
+            assert isinstance(value, KernelProfile)
+            return value
+        if kind == "input":
+            raise KprofInputError(p, value)
+        if kind == "missing":
+            raise MissingToolError(value)
+        raise RuntimeError(f"reading {p} with ncu_report failed: {value}")
+
+    def _ask(self, proc: subprocess.Popen[bytes], p: str, out: str) -> bool:
+        """Send one request; True when answered, False when the process ended without answering."""
+        import selectors
+
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write((json.dumps({"path": p, "out": out}) + "\n").encode())
+            proc.stdin.flush()
+        except BrokenPipeError:
+            proc.wait()
+            return False
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout=LOAD_TIMEOUT_S):
+                proc.kill()
+                proc.wait()
+                self.stop()
+                raise KprofInputError(
+                    p,
+                    f"NVIDIA's ncu_report module was still reading the report after {LOAD_TIMEOUT_S:.0f} s "
+                    "and was stopped: the file is corrupt or too large for it",
+                )
+        line = proc.stdout.readline()
+        if line.strip() == b"done":
+            return True
+        proc.wait()
+        return False
+
+
+_READER: _Reader | None = None
+_READER_LOCK = threading.Lock()
+
+
+def _reader() -> _Reader:
+    global _READER
+    with _READER_LOCK:
+        if _READER is None or _READER.owner != os.getpid():  # a forked child gets its own
+            _READER = _Reader()
+            atexit.register(_READER.stop)
+        return _READER
+
+
+def _load_in_child(p: str) -> KernelProfile:
+    return _reader().load(p)
+
+
+def _child_failure(p: str, rc: int | None, stderr: list[str]) -> Exception:
+    module = next((ln[len(_MODULE_MARK) :] for ln in stderr if ln.startswith(_MODULE_MARK)), None)
+    if rc is not None and rc < 0:
+        try:
+            why = signal.Signals(-rc).name
+        except ValueError:
+            why = f"signal {-rc}"
+        where = f"NVIDIA's ncu_report module ({module})" if module else "NVIDIA's ncu_report module"
+        csv = os.path.splitext(p)[0] + ".csv"
+        return KprofInputError(
+            p,
+            f"crashed ({why}) in {where} while it read the report: the file is damaged inside (its "
+            "structure is intact) or this ncu_report cannot read it. Copy it again, or, where Nsight "
+            f"Compute is installed, export it (`ncu --import {_shq(p)} --csv --page raw > {_shq(csv)}`) "
+            f"and run `kprof diagnose {_shq(csv)}`",
+        )
+    last = [ln for ln in stderr if ln.strip() and not ln.startswith(_MODULE_MARK)][-3:]
+    return RuntimeError(
+        f"the process reading {p} with ncu_report exited with status {rc}"
+        + (f": {' | '.join(last)}" if last else "")
+    )
+
+
+def _shq(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
 
 
 # --------------------------------------------------------------------------- one action
@@ -407,4 +941,11 @@ def _as_int(m: Any, i: int) -> int | None:
     return None
 
 
-__all__ = ["INSTALL_HINT", "NCU_REP_MAGIC", "load_ncu_report"]
+__all__ = [
+    "INSTALL_HINT",
+    "ISOLATE_ENV",
+    "NCU_REP_MAGIC",
+    "ReportStructure",
+    "check_report_structure",
+    "load_ncu_report",
+]

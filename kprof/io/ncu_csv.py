@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -161,9 +162,11 @@ def _parse_value(raw: str) -> MetricValue | None:
     if re.fullmatch(r"[+-]?\d+", t):
         return int(t)
     try:
-        return float(t)
+        f = float(t)
     except ValueError:
         return s
+    # "inf", "1e400": not a measurement; missing, like the NaN ncu writes for what it could not compute
+    return f if math.isfinite(f) else None
 
 
 def _dims(raw: str | None) -> tuple[int, int, int] | None:
@@ -175,12 +178,17 @@ def _dims(raw: str | None) -> tuple[int, int, int] | None:
     return (int(nums[0]), int(nums[1]), int(nums[2]))
 
 
-def _read_rows(path: str) -> list[list[str]]:
+def _read_rows(path: str) -> tuple[list[list[str]], bool]:
+    """The rows from the header on, and whether the text ends with a line break (ncu's always does)."""
     try:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
             text = f.read()
     except OSError as exc:
         raise KprofInputError(path, f"cannot read: {exc.strerror}") from exc
+    if "\x00" in text:
+        raise KprofInputError(
+            path, "not an ncu CSV export (the file holds NUL bytes: binary data, or UTF-16 text)"
+        )
     lines = text.splitlines(keepends=True)
     start = None
     for i, line in enumerate(lines):
@@ -194,9 +202,35 @@ def _read_rows(path: str) -> list[list[str]]:
             'not an ncu CSV export (no header row starting with "ID"; expected `ncu --csv --page raw` or '
             "`--page details` output)",
         )
-    return [
+    rows = [
         row for row in csv.reader(io.StringIO("".join(lines[start:]))) if row and any(c.strip() for c in row)
     ]
+    if text.endswith(("\n", "\r")):
+        return rows, True
+    # No line break at the end: the file may have been cut. A cut inside a quoted cell leaves an
+    # odd number of quotes on the last line; the caller checks the last row's length.
+    if lines[-1].count('"') % 2:
+        raise KprofInputError(path, _truncated(len(lines), "ends inside a quoted cell"))
+    return rows, False
+
+
+def _truncated(line: int, how: str) -> str:
+    return (
+        f"the CSV export is truncated: its last line (line {line}) {how} and the file does not end with a "
+        "line break; export it again (`ncu --import REPORT --csv --page raw > X.csv`)"
+    )
+
+
+def _check_last_row(path: str, rows: list[list[str]], header: list[str], needed: int, ended: bool) -> None:
+    """Refuse a file whose last row was cut: fewer than ``needed`` cells and no final line break."""
+    if ended:
+        return
+    if len(rows) <= 1:
+        raise KprofInputError(path, _truncated(1, "is the header row"))
+    if len(rows[-1]) < needed:
+        raise KprofInputError(
+            path, _truncated(len(rows), f"has {len(rows[-1])} of the header's {len(header)} columns")
+        )
 
 
 def load_ncu_csv(path: str | os.PathLike[str]) -> KernelProfile:
@@ -227,12 +261,14 @@ def load_ncu_csv(path: str | os.PathLike[str]) -> KernelProfile:
     from kprof.io import check_readable_file
 
     p = os.fspath(check_readable_file(path))
-    rows = _read_rows(p)
+    rows, ended = _read_rows(p)
     header = [h.strip() for h in rows[0]]
     if "Metric Name" in header and "Metric Value" in header:
+        _check_last_row(p, rows, header, header.index("Metric Value") + 1, ended)
         launches, notes = _details(p, header, rows[1:])
         fmt = "ncu-csv-details"
     else:
+        _check_last_row(p, rows, header, len(header), ended)
         launches, notes = _raw(p, header, rows[1:])
         fmt = "ncu-csv-raw"
     if not launches:

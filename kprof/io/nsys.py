@@ -30,7 +30,7 @@ import sqlite3
 import subprocess
 import tempfile
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -121,22 +121,44 @@ class _Db:
         return table in self.tables
 
     def read_ints(
-        self, table: str, exprs: dict[str, str], where: str = "", dtypes: dict[str, str] | None = None
+        self,
+        table: str,
+        exprs: dict[str, str],
+        where: str = "",
+        dtypes: dict[str, str] | None = None,
+        out: dict[str, np.ndarray] | None = None,
+        encode: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
+        widen: tuple[str, ...] = (),
     ) -> dict[str, np.ndarray]:
         """Read integer expressions of ``table`` column by column into numpy arrays.
 
-        NULL reads as -1. Rows come in rowid order, the same order for every column.
+        NULL reads as -1. Rows come in rowid order, the same order for every column. Each
+        column is filled a chunk at a time, so the only temporaries are one chunk's text and
+        values: ``dtypes`` narrows a column's storage (values wrap around as numpy casts them,
+        e.g. a stream id 0xFFFFFFFF reads -1 in int32, except for the ``widen`` columns, which
+        become int64 when a value does not fit), ``out`` gives the array to fill (e.g. a column
+        view of an (n, 3) grid array), and ``encode`` maps each chunk's values before storing
+        them (e.g. thread ids to dense indices).
         """
         dtypes = dtypes or {}
+        out = out or {}
+        encode = encode or {}
         cond = f" AND ({where})" if where else ""
         row = self.q(f'SELECT count(*), min(rowid), max(rowid) FROM "{table}" WHERE 1{cond}')[0]
         n, lo, hi = int(row[0] or 0) if isinstance(row[0], int) else 0, row[1], row[2]
-        out = {k: np.empty(n, dtype=dtypes.get(k, "int64")) for k in exprs}
+        cols: dict[str, np.ndarray] = {}
+        for key in exprs:
+            if key in out:
+                if len(out[key]) != n:
+                    raise ValueError(f"out[{key!r}] has {len(out[key])} rows, the table {n}")
+                cols[key] = out[key]
+            else:
+                cols[key] = np.empty(n, dtype=dtypes.get(key, "int64"))
         if n == 0:
-            return out
+            return cols
         assert isinstance(lo, int) and isinstance(hi, int)
         for key, expr in exprs.items():
-            arr = out[key]
+            arr = cols[key]
             i = 0
             for a in range(lo, hi + 1, CHUNK_ROWIDS):
                 b = a + CHUNK_ROWIDS - 1
@@ -147,8 +169,17 @@ class _Db:
                 if s is None:
                     continue
                 vals = np.fromstring(str(s), dtype=np.int64, sep=",")
+                del s
                 if i + len(vals) > n:
                     raise KprofInputError(self.path, f"table {table} changed while it was read")
+                if key in encode:
+                    vals = encode[key](vals)
+                elif key in widen and arr.dtype != np.int64 and len(vals):
+                    info = np.iinfo(arr.dtype)
+                    if int(vals.min()) < info.min or int(vals.max()) > info.max:
+                        wide = np.empty(n, np.int64)  # does not fit: widen, keeping what was read
+                        wide[:i] = arr[:i]
+                        arr = cols[key] = wide
                 arr[i : i + len(vals)] = vals
                 i += len(vals)
             if i != n:
@@ -156,7 +187,7 @@ class _Db:
                     self.path,
                     f"table {table}: read {i} values of column {key} for {n} rows (corrupt export?)",
                 )
-        return out
+        return cols
 
     def strings(self, ids: np.ndarray) -> dict[int, str]:
         """``StringIds`` values for the given ids, looked up once each."""
@@ -181,17 +212,28 @@ def _table_of(sql: str) -> str:
 
 
 def _dense(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Map arbitrary non-negative ids to 0..k-1: (dense int32 per row, original id per dense id)."""
+    """Map arbitrary non-negative ids to 0..k-1: (dense int32 per row, original id per dense id).
+
+    Dense ids follow the original ids' order. An int32 input is remapped in place (the
+    loader's own column), a chunk at a time, so no array-sized temporary is made.
+    """
     if len(ids) == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.int64)
     lo = int(ids.min())
-    if lo < 0 or int(ids.max()) > 50_000_000:
+    hi = int(ids.max())
+    if lo < 0 or hi > 50_000_000:
         codes, uniques = pd.factorize(ids, sort=True)
         return codes.astype(np.int32), np.asarray(uniques, dtype=np.int64)
-    present = np.bincount(ids) > 0
+    present = np.zeros(hi + 1, bool)
+    step = CHUNK_ROWIDS
+    for a in range(0, len(ids), step):
+        present[ids[a : a + step]] = True
     uniques = np.flatnonzero(present).astype(np.int64)
-    lut = np.cumsum(present, dtype=np.int64) - 1
-    return lut[ids].astype(np.int32), uniques
+    lut = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
+    out = ids if ids.dtype == np.int32 else np.empty(len(ids), np.int32)
+    for a in range(0, len(ids), step):
+        out[a : a + step] = lut[ids[a : a + step]]
+    return out, uniques
 
 
 def _names(db: _Db, uniques: np.ndarray, what: str) -> tuple[str, ...]:
@@ -234,19 +276,26 @@ def _read_kernels(db: _Db) -> KernelTable:
         "correlation": "correlationId" if "correlationId" in db.columns(t) else "NULL",
         "name": "demangledName",
     }
-    dtypes = {"device": "int16", "stream": "int32"}
+    dtypes = {"device": "int16", "stream": "int32", "name": "int32", "short": "int32"}
     has_short = "shortName" in db.columns(t)
     if has_short:
         exprs["short"] = "shortName"
     dims = [c for c in ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ") if c in db.columns(t)]
+    out: dict[str, np.ndarray] = {}
+    grid = block = None
     if len(dims) == 6:
-        for c in dims:
+        n = int(db.q(f'SELECT count(*) FROM "{t}"')[0][0] or 0)  # type: ignore[call-overload]
+        grid = np.empty((n, 3), np.int32)
+        block = np.empty((n, 3), np.int32)
+        for j, c in enumerate(dims):
             exprs[c] = c
-            dtypes[c] = "int32"
+            out[c] = (grid if j < 3 else block)[:, j % 3]  # filled in place: no (n, 3) copy
     if "launchType" in db.columns(t):
         exprs["launch"] = "launchType"
         dtypes["launch"] = "int8"
-    cols = db.read_ints(t, exprs, dtypes=dtypes)
+    cols = db.read_ints(t, exprs, dtypes=dtypes, out=out, widen=("name", "short"))
+    for c in dims:
+        cols.pop(c, None)
     name_id, uniq = _dense(cols.pop("name"))
     names = _names(db, uniq, "kernel name")
     short_names: tuple[str, ...] = ()
@@ -259,10 +308,6 @@ def _read_kernels(db: _Db) -> KernelTable:
         short_names = tuple(short_map.get(int(s), "") for s in short_of)
         if not all(short_names):
             short_names = ()
-    grid = block = None
-    if len(dims) == 6:
-        grid = np.stack([cols.pop("gridX"), cols.pop("gridY"), cols.pop("gridZ")], axis=1)
-        block = np.stack([cols.pop("blockX"), cols.pop("blockY"), cols.pop("blockZ")], axis=1)
     return KernelTable(
         start_ns=cols["start"],
         end_ns=cols["end"],
@@ -452,8 +497,11 @@ def _read_api(db: _Db, threads: _Threads) -> ApiTable:
             "correlation": "correlationId" if "correlationId" in c else "NULL",
             "name": "nameId",
         },
+        dtypes={"tid": "int32", "name": "int32"},
+        encode={"tid": threads.encode},
+        widen=("name",),
     )
-    thread = threads.encode(cols.pop("tid"))
+    thread = cols.pop("tid")
     name_id, uniq = _dense(cols.pop("name"))
     names = _names(db, uniq, "API name")
     return ApiTable(

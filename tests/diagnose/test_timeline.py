@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kprof import thresholds as th
 from kprof.api import diagnose
@@ -270,3 +272,143 @@ def test_clock_slack_covers_the_samples_sync_returns(samples_dir: Path) -> None:
     lag = ends[i >= 0] - gpu_end[i[i >= 0]]
     assert np.median(lag) >= 0  # a sync returns after the work it waited for
     assert np.median(lag) < 50 * th.CLOCK_ALIGNMENT_SLACK_NS
+
+
+# ----------------------------------------------------------------------------- streaming analysis
+
+API_NAMES = ("cudaLaunchKernel_v7000", "cudaStreamSynchronize_v3020", "cudaMemcpy_v3020", "cudaMemcpyAsync_v3020",
+             "cuLibraryLoadData", "cudaEventRecord", "cudaMalloc")
+
+
+def random_timeline(seed: int, n: int = 300) -> Timeline:
+    """Several GPUs, every kind of GPU work, rows out of start order, empty and inverted ops, NVTX ranges."""
+    from kprof.timeline_model import HostOpTable, MemsetTable, RangeTable
+
+    rng = np.random.default_rng(seed)
+    span = 100_000
+    ndev = int(rng.integers(1, 4))
+
+    def ops(m: int, corr0: int) -> dict:
+        s = rng.integers(0, span, m)
+        d = rng.integers(-5, 400, m)
+        d[rng.random(m) < 0.1] = 0
+        corr = corr0 + (rng.permutation(m) if rng.random() < 0.5 else np.arange(m))
+        if rng.random() < 0.5:  # sorted by start, as nsys usually stores them
+            o = np.argsort(s, kind="stable")
+            s, d, corr = s[o], d[o], corr[o]
+        corr[rng.random(m) < 0.05] = -1
+        return dict(start_ns=s.astype(np.int64), end_ns=(s + d).astype(np.int64), correlation=corr.astype(np.int64),
+                    device=rng.integers(0, ndev, m).astype(np.int16), stream=np.zeros(m, np.int32))
+
+    k = KernelTable(**ops(n, 1), name_id=rng.integers(0, 3, n).astype(np.int32),
+                    names=("void a(int)", "void b<1>(float*)", "c"), launch_type=rng.integers(1, 3, n).astype(np.int8))
+    mc, mm, mg = (int(x) for x in rng.integers(0, 30, 3))
+    copies = CopyTable(**ops(mc, 10_000), direction=rng.choice([1, 2, 8], mc).astype(np.int8),
+                       bytes=rng.integers(1, 1000, mc), src_kind=rng.integers(0, 3, mc).astype(np.int8),
+                       dst_kind=rng.integers(0, 3, mc).astype(np.int8))
+    memsets = MemsetTable(**ops(mm, 20_000), bytes=rng.integers(1, 100, mm))
+    graphs = GraphTable(**ops(mg, 30_000), graph_id=np.ones(mg, np.int64))
+    na = 2 * n
+    a_s = rng.integers(-1000, span, na)
+    a_name = rng.choice(len(API_NAMES), na, p=[0.6, 0.1, 0.05, 0.05, 0.05, 0.1, 0.05]).astype(np.int32)
+    pool = np.concatenate([k.correlation, copies.correlation, memsets.correlation, graphs.correlation,
+                           np.arange(50_000, 50_100)])
+    a_corr = rng.choice(pool, na)
+    if rng.random() < 0.5:
+        o = np.argsort(a_s, kind="stable")
+        a_s, a_name = a_s[o], a_name[o]
+    api = ApiTable(start_ns=a_s.astype(np.int64), end_ns=(a_s + rng.integers(0, 300, na)).astype(np.int64),
+                   thread=np.zeros(na, np.int32), correlation=a_corr.astype(np.int64), name_id=a_name,
+                   names=API_NAMES, category=ApiTable.categories_for(API_NAMES, a_name))
+    nh = int(rng.integers(0, 50))
+    hs = rng.integers(0, span, nh).astype(np.int64)
+    host_ops = HostOpTable(start_ns=hs, end_ns=hs + rng.integers(0, 2000, nh), thread=np.zeros(nh, np.int32),
+                           name_id=np.zeros(nh, np.int32), names=("aten::x",))
+    nr = int(rng.integers(0, 8))
+    step = span // max(nr, 1)
+    rs = np.arange(nr) * step
+    extra = rng.integers(0, span, 3)
+    ranges = RangeTable(start_ns=np.concatenate([rs, extra]).astype(np.int64),
+                        end_ns=np.concatenate([rs + step - rng.integers(0, step // 2 + 1, nr),
+                                               extra + rng.integers(1, 30_000, 3)]).astype(np.int64),
+                        thread=np.zeros(nr + 3, np.int32), name_id=np.array([*range(nr), nr, nr, nr + 1], np.int32),
+                        names=(*(f"step {i}" for i in range(nr)), "fwd", "bwd"))
+    return Timeline(source="r.sqlite", format="nsys", kernels=k, copies=copies, memsets=memsets, graphs=graphs,
+                    api=api, host_ops=host_ops, ranges=ranges)
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 3, 64]))
+@settings(max_examples=60, deadline=None)
+def test_diagnosis_does_not_depend_on_chunk_size(seed: int, chunk: int) -> None:
+    import importlib
+
+    tmod = importlib.import_module("kprof.diagnose.timeline")  # the module, not kprof.diagnose's function
+    tl = random_timeline(seed)
+    want = (diagnose_timeline(tl), timeline_metrics(tl))
+    old = tmod.CHUNK_ROWS
+    tmod.CHUNK_ROWS = chunk  # every table and stream now spans many chunks
+    try:
+        got = (diagnose_timeline(tl), timeline_metrics(tl))
+    finally:
+        tmod.CHUNK_ROWS = old
+    assert got == want
+
+
+def test_diagnosis_memory_is_bounded_by_chunks() -> None:
+    # 2M kernels and launches: the diagnosis walks them a chunk at a time (the first version made
+    # several whole-table copies, ~230 bytes per kernel; this allows 100 MB plus 20 bytes per kernel)
+    import tracemalloc
+
+    n = 2_000_000
+    t = np.arange(n, dtype=np.int64) * 6_000 + (np.arange(n) // 1000) * 30_000
+    kernels = KernelTable(start_ns=t + 5_000, end_ns=t + 5_000 + 2_000 + (np.arange(n) * 7919) % 4000,
+                          correlation=np.arange(1, n + 1), name_id=(np.arange(n) % 50).astype(np.int32),
+                          device=np.zeros(n, np.int16), stream=np.full(n, 7, np.int32),
+                          names=tuple(f"void k{i}(float*)" for i in range(50)))
+    api = ApiTable(start_ns=t, end_ns=t + 4_000, correlation=np.arange(1, n + 1), name_id=np.zeros(n, np.int32),
+                   thread=np.zeros(n, np.int32), names=("cudaLaunchKernel_v7000",), category=np.ones(n, np.int8))
+    tl = Timeline(source="big.sqlite", format="nsys", kernels=kernels, api=api)
+    tracemalloc.start()
+    try:
+        d = diagnose_timeline(tl)[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    assert peak < 100e6 + 20 * n, f"{peak / 1e6:.0f} MB"
+
+
+# ----------------------------------------------------------------------------- wording and targets
+
+def with_step_ranges(tl: Timeline, n: int, name: str = "step {}") -> Timeline:
+    from kprof.timeline_model import RangeTable
+
+    lo, hi = int(tl.api.start_ns.min()), int(tl.kernels.end_ns.max()) + 1
+    edges = np.linspace(lo, hi, n + 1).astype(np.int64)
+    names = tuple(name.format(i) for i in range(n))
+    uniq = tuple(dict.fromkeys(names))
+    return dataclasses.replace(tl, ranges=RangeTable(
+        start_ns=edges[:-1], end_ns=edges[1:], thread=np.zeros(n, np.int32),
+        name_id=np.array([uniq.index(x) for x in names], np.int32), names=uniq))
+
+
+def test_steady_state_is_named_by_its_ranges() -> None:
+    d = diagnose_timeline(with_step_ranges(sync_loop(), 10))[0]
+    assert "NVTX ranges 'step 1' to 'step 9' (9 iterations; the first, 'step 0', left out as warm-up)" in d.mechanism
+    assert "'s 2-" not in d.mechanism and "#" not in d.mechanism
+    d = diagnose_timeline(with_step_ranges(sync_loop(), 5, "train"))[0]
+    assert "instances 2 to 5 of the NVTX range 'train' (the first left out as warm-up)" in d.mechanism
+
+
+def test_busy_fraction_expectations_have_the_mechanism_target() -> None:
+    for tl, cause in ((launch_bound(), "host"), (sync_loop(), "sync")):
+        d = diagnose_timeline(tl)[0]
+        m = timeline_metrics(tl)
+        busy = next(x for x in d.expect if x.metric == "gpu_busy_fraction")
+        wall = next((x for x in d.expect if x.metric == "wall_ns"), None)
+        idle = next((x for x in d.expect if x.metric == "gpu_idle_ns"), None)
+        assert busy.target is not None and busy.value_now < busy.target <= 1.0
+        # the target is the busy fraction with the cause's idle time removed, nothing else
+        removed = m["wall_ns"] - (wall.target if wall is not None else m["wall_ns"] - (m["gpu_idle_ns"] - idle.target))
+        assert busy.target == pytest.approx(m["gpu_busy_ns"] / (m["wall_ns"] - removed), abs=1e-3), cause
+        assert f"{busy.describe()}".startswith("GPU-busy fraction")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import kprof.io.kineto as kineto
 from kprof.errors import KprofInputError
@@ -147,6 +149,156 @@ def test_truncated_gzip(tmp_path: Path) -> None:
     p.write_bytes(data[: len(data) // 2])
     with pytest.raises(KprofInputError, match=r"truncated|corrupt"):
         load(p)
+
+
+# ----------------------------------------------------------------------------- robustness (property tests)
+
+NASTY_NAMES = [
+    "void k<(anonymous namespace)::X, 4>(float const*)",
+    'say "hi" } and ] and {',
+    "a]b[c{d}e,f:g",
+    "back\\slash \\\" still a string",
+    "tab\tnew\nline",
+    "üñíçødé €  😀 名前",
+    '{"ph": "X", "cat": "kernel"}',
+    "",
+]
+names = st.one_of(st.sampled_from(NASTY_NAMES), st.text(max_size=20))
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**40), 2**40), names,
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(names, inner, max_size=4)),
+    max_leaves=12,
+)
+timestamps = st.one_of(st.integers(0, 2**52), st.floats(0, 2e15, allow_nan=False, allow_infinity=False))
+events = st.fixed_dictionaries(
+    {
+        "ph": st.sampled_from(["X", "X", "X", "M", "i", "s", "f"]),
+        "cat": st.sampled_from(["kernel", "Kernel", "cuda_runtime", "cpu_op", "gpu_memcpy", "user_annotation",
+                                "cuda_sync", "ac2g", "something else"]),
+        "name": names,
+        "pid": st.one_of(st.integers(0, 9), st.sampled_from(["0", "python3 123"])),
+        "tid": st.one_of(st.integers(0, 9), st.sampled_from(["stream 7", "1890023232"])),
+        "ts": timestamps,
+        "dur": st.one_of(st.integers(0, 10**6), st.floats(0, 1e6, allow_nan=False, allow_infinity=False)),
+    },
+    optional={
+        "args": st.dictionaries(
+            st.sampled_from(["correlation", "device", "stream", "grid", "block", "bytes", "External id", "nested"]),
+            json_values, max_size=6,
+        ),
+        "id": st.integers(0, 100),
+    },
+)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[str, dict]:
+    """A Chrome trace as text (random key order, indent, escaping) and what json.loads reads from it."""
+    evs = draw(st.lists(events, max_size=25))
+    others = draw(st.dictionaries(st.sampled_from(["schemaVersion", "traceName", "deviceProperties",
+                                                   "distributedInfo", "displayTimeUnit"]), json_values, max_size=4))
+    items = [*others.items(), ("traceEvents", evs)]
+    items = draw(st.permutations(items))  # traceEvents is not always first (or last)
+    text = json.dumps(dict(items), indent=draw(st.sampled_from([None, 0, 1, 2])),
+                      ensure_ascii=draw(st.booleans()))
+    return text, json.loads(text, parse_float=str)
+
+
+def _expected_kernels(ref: dict) -> list[tuple[str, int]]:
+    out = []
+    for e in ref["traceEvents"]:
+        if e.get("ph") == "X" and isinstance(e.get("cat"), str) and e["cat"].lower() == "kernel":
+            out.append((str(e.get("name", "")), kineto._ns(e["ts"])))
+    return out
+
+
+@given(traces(), st.integers(1, 64), st.booleans())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_streaming_parser_agrees_with_json_load(tmp_path: Path, trace: tuple[str, dict], chunk: int,
+                                                gz: bool) -> None:
+    text, ref = trace
+    p = tmp_path / ("t.json.gz" if gz else "t.json")
+    if gz:
+        with gzip.open(p, "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    old = kineto.READ_CHUNK
+    kineto.READ_CHUNK = chunk  # values, escapes and multi-byte characters straddle chunk boundaries
+    try:
+        top: dict = {}
+        got = list(kineto._iter_trace(p, top))
+        tl = load_kineto(p)
+    finally:
+        kineto.READ_CHUNK = old
+    assert got == ref["traceEvents"]
+    assert {k: v for k, v in top.items() if k != "traceEvents"} == {k: v for k, v in ref.items() if k != "traceEvents"}
+    kernels = [(tl.kernels.names[i], int(s)) for i, s in zip(tl.kernels.name_id, tl.kernels.start_ns, strict=True)]
+    assert kernels == _expected_kernels(ref)
+
+
+@given(traces(), st.data())
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_truncated_file_is_a_one_line_error(tmp_path: Path, trace: tuple[str, dict], data: st.DataObject) -> None:
+    text = trace[0].rstrip()
+    cut = data.draw(st.integers(0, len(text) - 1))  # anything short of the closing brace
+    p = tmp_path / "cut.json"
+    p.write_text(text[:cut], encoding="utf-8")
+    with pytest.raises(KprofInputError) as ei:
+        load_kineto(p)
+    assert "\n" not in str(ei.value)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"schemaVersion": 1}', '{"traceEvents": 5}', '{"traceEvents": [1, 2]}', '"a string"', "42", "null",
+     '{"traceEvents": []} {"traceEvents": []}', '{"traceEvents": [{"name": "no ph"}]}', "\x00\x01 binary"],
+)
+def test_json_that_is_not_a_trace(tmp_path: Path, content: str) -> None:
+    p = tmp_path / "x.json"
+    p.write_text(content)
+    with pytest.raises(KprofInputError) as ei:
+        load_kineto(p)
+    assert "\n" not in str(ei.value)
+
+
+def test_invalid_value_fails_at_once_not_at_the_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a bad event early in a big file is reported without reading (and buffering) the rest of it
+    good = json.dumps({"ph": "X", "cat": "cpu_op", "name": "x", "ts": 1, "dur": 1})
+    p = tmp_path / "bad.json"
+    p.write_text('{"traceEvents": [' + good + ", {bad}, " + ", ".join([good] * 20000) + "]}")
+    monkeypatch.setattr(kineto, "READ_CHUNK", 4096)
+    reads = []
+    real = kineto._Reader._fill
+
+    def counting(self: kineto._Reader) -> bool:
+        reads.append(1)
+        return real(self)
+
+    monkeypatch.setattr(kineto._Reader, "_fill", counting)
+    with pytest.raises(KprofInputError, match="not valid JSON"):
+        load_kineto(p)
+    assert len(reads) <= 2
+
+
+def test_byte_order_mark_unhashable_pid_and_odd_fields(tmp_path: Path) -> None:
+    ev = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": [0], "tid": {"a": 1}, "ts": 10, "dur": 2,
+         "args": ["not", "an", "object"]},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 8, "dur": 1,
+         "args": {"correlation": 2**70, "External id": "3.0"}},
+        {"ph": "X", "cat": "cpu_op", "name": "inf", "pid": 1, "tid": 1, "ts": 1e300, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "huge", "pid": 1, "tid": 1, "ts": 10**30, "dur": 1},
+    ]
+    p = tmp_path / "bom.json"
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps({"traceEvents": ev}).encode())
+    tl = load_kineto(p)
+    assert tl.kernel_count == 1 and tl.api.correlation.tolist() == [-1]
+    assert tl.counts.get("events without a valid ts/dur") == 2
 
 
 # ----------------------------------------------------------------------------- corpus

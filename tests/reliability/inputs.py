@@ -364,6 +364,11 @@ def bad_input_cases() -> list[Case]:
         Case("devnull.json", "a symlink to /dev/null named *.json", dev_null("null.json")),
         Case("symlink-loop.ncu-rep", "a symlink loop named *.ncu-rep", symlink_loop("loop.ncu-rep")),
         Case(
+            "newline-in-name.json",
+            "an empty file whose name holds a newline and a terminal escape",
+            lambda d: write(d / "bad\nname\x1b[2J.json", b""),
+        ),
+        Case(
             "odd-name-empty.sqlite",
             "an empty file under a path with spaces, quotes, $ and backticks",
             lambda d: write(d / ODD_DIR / "empty 'x'.sqlite", b""),
