@@ -12,7 +12,13 @@ trace, then measures, each in a fresh Python process (so peak RSS is that task's
 - Kineto baseline: ``json.load`` of the file, nothing else;
 - HTA: Meta's HolisticTraceAnalysis ``TraceAnalysis(trace_dir=...)`` parsing the same Kineto trace
   (it is not a kprof dependency: give its interpreter with ``--hta-python`` if it lives in another
-  environment; ``pip install holistictraceanalysis``).
+  environment; ``pip install holistictraceanalysis``). It runs under a time limit
+  (``--hta-timeout``, default 20 min) and a memory limit (``--hta-max-rss-gb``); a run stopped by
+  either is reported as ``> N s`` with the peak RSS it had reached. Without an interpreter that
+  can import ``hta``, HTA is skipped and the reason printed.
+
+Peak RSS is the worker's own ``ru_maxrss``, or the sampled RSS of its process tree when that is
+larger (HTA may fork workers).
 
 Goals (issue 3): diagnosis within 3x of the baseline's time; peak RSS under 1.5 GB at 10M kernels;
 Kineto load peak RSS under 3x the file size.
@@ -281,6 +287,8 @@ def main() -> None:
                     "hta", path, python=hta_py, timeout=args.hta_timeout, max_rss=args.hta_max_rss_gb * 2**30
                 )
                 print(fmt_row(f"{label}: HTA TraceAnalysis (load)", h, base, size), flush=True)
+                if "events" in h:
+                    notes.append(f"HTA parsed {h['events']:,} events into its trace DataFrame.")
                 if k and "seconds" in h and "seconds" in k and "error" not in h:
                     more = "> " if "stopped" in h else ""
                     notes.append(

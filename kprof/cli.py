@@ -89,7 +89,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if len(paths) >= 2:
         from kprof.jobs import find_jobs
 
-        auto, _rest = find_jobs(paths)
+        try:
+            auto, _rest = find_jobs(paths)
+        except Exception:  # a file it could not read: each path alone then, each bad one its own line
+            if os.environ.get("KPROF_DEBUG"):
+                raise
+            auto = []
         for j in auto:
             first_of[j[0]] = j
             in_job.update(j)
@@ -254,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # a bug: one line, not a traceback (KPROF_DEBUG=1 shows it)
+        return _internal(f"kprof {args.command}", exc)
 
 
 def entry() -> None:

@@ -51,9 +51,31 @@ TEMPLATES: dict[str, str] = {
     "timeline": "01_timeline.ipynb",
     "kernel": "02_kernel.ipynb",
     "mechanism": "03_mechanism.ipynb",
+    "job": "04_job.ipynb",
+    "compare": "05_compare.ipynb",
 }
-"""Stage -> template notebook shipped in ``kprof/templates``."""
-STAGE_TITLES = {"timeline": "1. Timeline", "kernel": "2. Kernel", "mechanism": "3. Mechanism"}
+"""Stage -> template notebook shipped in ``kprof/templates``. A report runs the ``job`` template
+once per job, as stages ``job``, ``job:2``, ``job:3``... (see :func:`stage_template`)."""
+STAGE_TITLES = {
+    "timeline": "1. Timeline",
+    "kernel": "2. Kernel",
+    "mechanism": "3. Mechanism",
+    "job": "4. Job (many ranks)",
+    "compare": "5. Before and after",
+}
+
+
+def stage_template(stage: str) -> str:
+    """The template notebook of a stage key (``job:2`` is the second run of ``job``)."""
+    return TEMPLATES[stage.split(":", 1)[0]]
+
+
+def stage_title(stage: str) -> str:
+    """The section title of a stage key."""
+    base, _, n = stage.partition(":")
+    return STAGE_TITLES[base] + (f" ({n})" if n else "")
+
+
 TIMELINE_FORMATS = ("nsys-rep", "nsys-sqlite", "kineto")
 KERNEL_FORMATS = ("ncu-rep", "ncu-csv")
 DIAGNOSES_MIME = "application/vnd.kprof.diagnoses+json"
@@ -166,29 +188,44 @@ def find_pairs(paths: Sequence[str]) -> list[tuple[str, str]]:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Inputs:
-    """The report's inputs, sorted by stage."""
+    """The report's inputs, sorted by stage.
+
+    ``timelines`` are single captures; ``jobs`` are groups of captures that are ranks of one
+    job (:func:`kprof.jobs.find_jobs`); ``pairs`` are before/after pairs among all inputs.
+    """
 
     timelines: tuple[str, ...]
     kernels: tuple[str, ...]
     pairs: tuple[tuple[str, str], ...]
+    jobs: tuple[tuple[str, ...], ...] = ()
 
     def stages(self) -> list[str]:
-        """The notebooks to run, in the workflow's order."""
+        """The notebooks to run, in the workflow's order: timelines (single captures, then
+        jobs), kernels, mechanisms, then the before/after comparisons."""
         out = []
         if self.timelines:
             out.append("timeline")
+        out += ["job" if i == 0 else f"job:{i + 1}" for i in range(len(self.jobs))]
         if self.kernels:
             out += ["kernel", "mechanism"]
+        if self.pairs:
+            out.append("compare")
         return out
 
 
 def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
     """The papermill parameters of ``stage``'s template for these inputs (static views only)."""
     params: dict[str, Any] = {"interactive": False}
+    base, _, n = stage.partition(":")
     if stage == "timeline":
         params["timeline_paths"] = list(inputs.timelines)
+    elif base == "job":
+        params["timeline_paths"] = list(inputs.jobs[int(n or 1) - 1])
     elif stage in ("kernel", "mechanism"):
         params["kernel_paths"] = list(inputs.kernels)
+        kernel_set = set(inputs.kernels)
+        params["pairs"] = [list(p) for p in inputs.pairs if p[0] in kernel_set and p[1] in kernel_set]
+    elif stage == "compare":
         params["pairs"] = [list(p) for p in inputs.pairs]
     else:
         raise ValueError(f"unknown stage {stage!r} (known: {', '.join(TEMPLATES)})")
@@ -205,7 +242,17 @@ def sort_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
         ap = os.path.abspath(os.fspath(p))
         fmt = detect_format(ap)
         (timelines if fmt in TIMELINE_FORMATS else kernels).append(ap)
-    return Inputs(tuple(timelines), tuple(kernels), tuple(find_pairs(kernels)))
+    jobs: list[list[str]] = []
+    if len(timelines) >= 2:
+        from kprof.jobs import find_jobs
+
+        jobs, timelines = find_jobs(timelines)
+    return Inputs(
+        tuple(timelines),
+        tuple(kernels),
+        tuple(find_pairs([*timelines, *kernels])),
+        tuple(tuple(j) for j in jobs),
+    )
 
 
 # ====================================================================== notebook helpers
@@ -430,8 +477,8 @@ def _timeline_widget(tl: Timeline, gaps: Any, span: tuple[int, int], window: tup
 
 
 def template_path(stage: str) -> Path:
-    """The template notebook of ``stage`` (``timeline``, ``kernel``, ``mechanism``)."""
-    return Path(str(resources.files("kprof").joinpath("templates", TEMPLATES[stage])))
+    """The template notebook of ``stage`` (``timeline``, ``kernel``, ``mechanism``, ``job``, ``compare``)."""
+    return Path(str(resources.files("kprof").joinpath("templates", stage_template(stage))))
 
 
 def _kernel_manager_class(workdir: Path, log: Path) -> type:
@@ -473,13 +520,20 @@ def _kernel_manager_class(workdir: Path, log: Path) -> type:
     return ThisPythonKernelManager
 
 
+def _executed_name(stage: str) -> str:
+    """File name of a stage's executed notebook (``job:2`` -> ``04_job-2.ipynb``)."""
+    base, _, n = stage.partition(":")
+    name = TEMPLATES[base]
+    return name if not n else name.replace(".ipynb", f"-{n}.ipynb")
+
+
 def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> Any:
     """Run one template with papermill in ``workdir``; returns the executed notebook (nbformat)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    out = workdir / TEMPLATES[stage]
-    log = workdir / f"kernel-{stage}.log"
+    out = workdir / _executed_name(stage)
+    log = workdir / f"kernel-{stage.replace(':', '-')}.log"
     try:
         return papermill.execute_notebook(
             str(template_path(stage)),
@@ -498,7 +552,7 @@ def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> A
         if exc.ename in ("KprofInputError", "MissingToolError", "KprofError"):
             raise KprofError(msg) from None
         raise RuntimeError(
-            f"template {TEMPLATES[stage]} failed in cell {exc.exec_count}: {exc.ename}: {msg}"
+            f"template {stage_template(stage)} failed in cell {exc.exec_count}: {exc.ename}: {msg}"
         ) from None
 
 
@@ -558,9 +612,11 @@ def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], stages: list[
         with contextlib.suppress(ValueError):
             diags.append(Diagnosis.from_dict(d))
     head = overview(diags, title="Headlines: the verdict of every input, timeline captures first")
-    n_in = len(inputs.timelines) + len(inputs.kernels)
+    n_ranks = sum(len(j) for j in inputs.jobs)
+    n_in = len(inputs.timelines) + len(inputs.kernels) + n_ranks
+    jobs_desc = f", {n_ranks} rank capture(s) of {len(inputs.jobs)} job(s)" if inputs.jobs else ""
     note = heading(
-        f"{n_in} input file{'s' if n_in != 1 else ''}: {len(inputs.timelines)} timeline capture(s), "
+        f"{n_in} input file{'s' if n_in != 1 else ''}: {len(inputs.timelines)} timeline capture(s){jobs_desc}, "
         f"{len(inputs.kernels)} kernel report(s). Generated {now} by kprof.",
         level=6,
     )
@@ -569,7 +625,7 @@ def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], stages: list[
         nbformat.v4.new_output("display_data", data={"text/plain": note.text, "text/html": note.html}),
         nbformat.v4.new_output("display_data", data={"text/plain": head.text, "text/html": head.html}),
     ]
-    toc = "**Sections:** " + " · ".join(STAGE_TITLES[s] for s in stages)
+    toc = "**Sections:** " + " · ".join(stage_title(s) for s in stages)
     return [nbformat.v4.new_markdown_cell(intro), out, nbformat.v4.new_markdown_cell(toc)]
 
 
@@ -666,7 +722,7 @@ def build_report(
         Where progress goes, one line per notebook with its time (None: silent).
     jobs
         Notebooks executed at once, each in its own Python process and kernel (default:
-        all of them, three at most; 1 runs them one after the other in this process).
+        all of them at once; 1 runs them one after the other in this process).
 
     Returns
     -------
@@ -692,6 +748,10 @@ def build_report(
     paths = list(paths or [])
     if not paths:
         paths = list(sample_paths())
+        from kprof.jobs import sample_job_paths
+
+        with contextlib.suppress(KprofError):  # a gallery without multi-rank samples still reports
+            paths += sample_job_paths("ddp_straggler")
     inputs = sort_inputs(paths)
     stages = inputs.stages()
     if not stages:
@@ -701,10 +761,14 @@ def build_report(
         if log is not None:
             print(f"kprof report: {msg}", file=log, flush=True)
 
-    n_in = len(inputs.timelines) + len(inputs.kernels)
-    say(
-        f"{n_in} inputs ({len(inputs.timelines)} timeline, {len(inputs.kernels)} kernel) -> {len(stages)} notebooks"
-    )
+    n_ranks = sum(len(j) for j in inputs.jobs)
+    n_in = len(inputs.timelines) + len(inputs.kernels) + n_ranks
+    parts_desc = [f"{len(inputs.timelines)} timeline", f"{len(inputs.kernels)} kernel"]
+    if inputs.jobs:
+        parts_desc.append(f"{n_ranks} rank captures in {len(inputs.jobs)} job(s)")
+    if inputs.pairs:
+        parts_desc.append(f"{len(inputs.pairs)} before/after pair(s)")
+    say(f"{n_in} inputs ({', '.join(parts_desc)}) -> {len(stages)} notebooks")
     n_jobs = max(1, min(len(stages), jobs if jobs is not None else len(stages)))
     done: dict[str, tuple[float, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:
@@ -714,13 +778,13 @@ def build_report(
             for i, (stage, params, wd) in enumerate(tasks, 1):
                 stage, dt, nb = _run_stage(stage, params, wd)
                 done[stage] = (dt, nb)
-                say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
+                say(f"[{i}/{len(stages)}] {stage_template(stage)} executed in {dt:.1f} s")
         else:
             for i, (stage, dt, nb) in enumerate(_run_parallel(tasks, n_jobs), 1):
                 done[stage] = (dt, nb)
-                say(f"[{i}/{len(stages)}] {TEMPLATES[stage]} executed in {dt:.1f} s")
+                say(f"[{i}/{len(stages)}] {stage_template(stage)} executed in {dt:.1f} s")
         parts = [(stage, done[stage][1]) for stage in stages]
-        timings = [(TEMPLATES[stage].removesuffix(".ipynb"), done[stage][0]) for stage in stages]
+        timings = [(_executed_name(stage).removesuffix(".ipynb"), done[stage][0]) for stage in stages]
         t0 = time.perf_counter()
         merged = merge_notebooks(parts, inputs, show_code)
         merged.cells.append(_footer(timings, time.perf_counter() - t_start))
@@ -757,9 +821,9 @@ def _run_parallel(
         while pending or running:
             while pending and len(running) < n_jobs:
                 stage, params, workdir = pending.pop(0)
-                job = workdir / f"{stage}.job.json"
+                job = workdir / f"{stage.replace(':', '-')}.job.json"
                 job.write_text(json.dumps({"stage": stage, "params": params, "workdir": str(workdir)}))
-                with open(workdir / f"{stage}.stderr.log", "wb") as err:
+                with open(workdir / f"{stage.replace(':', '-')}.stderr.log", "wb") as err:
                     proc = subprocess.Popen(
                         [sys.executable, "-m", "kprof.report", str(job)],
                         stdin=subprocess.DEVNULL,
@@ -773,17 +837,17 @@ def _run_parallel(
                 continue
             for stage in finished:
                 proc, workdir = running.pop(stage)
-                stderr = (workdir / f"{stage}.stderr.log").read_text(errors="replace")
-                result_file = workdir / f"{stage}.result.json"
+                stderr = (workdir / f"{stage.replace(':', '-')}.stderr.log").read_text(errors="replace")
+                result_file = workdir / f"{stage.replace(':', '-')}.result.json"
                 if not result_file.is_file():
                     tail = " ".join(stderr.strip().splitlines()[-1:]) or f"exit status {proc.returncode}"
-                    raise RuntimeError(f"template {TEMPLATES[stage]}: its process died ({tail})")
+                    raise RuntimeError(f"template {stage_template(stage)}: its process died ({tail})")
                 result = json.loads(result_file.read_text())
                 if not result["ok"]:
                     if result["kind"] == "input":
                         raise KprofError(result["message"])
                     raise RuntimeError(result["message"])
-                nb = nbformat.read(workdir / TEMPLATES[stage], as_version=4)
+                nb = nbformat.read(workdir / _executed_name(stage), as_version=4)
                 yield stage, float(result["seconds"]), nb
     finally:
         for proc, _ in running.values():
@@ -801,7 +865,7 @@ def _worker(job_file: str) -> int:
     leave the outcome beside the executed notebook."""
     job = json.loads(Path(job_file).read_text())
     stage, workdir = job["stage"], Path(job["workdir"])
-    out = workdir / f"{stage}.result.json"
+    out = workdir / f"{stage.replace(':', '-')}.result.json"
     try:
         _, dt, _ = _run_stage(stage, job["params"], workdir)
         result: dict[str, Any] = {"ok": True, "seconds": dt}
@@ -820,6 +884,7 @@ def cli(args: argparse.Namespace) -> int:
 
 
 __all__ = [
+    "STAGE_TITLES",
     "TEMPLATES",
     "Explorer",
     "Inputs",
@@ -837,6 +902,8 @@ __all__ = [
     "samples_dir",
     "sort_inputs",
     "stage_parameters",
+    "stage_template",
+    "stage_title",
     "template_path",
     "timeline_explorer",
     "timeline_gaps",

@@ -1,6 +1,7 @@
 """Every threshold kprof judges with, in one place, each with where its value comes from.
 
-Timeline thresholds are in the first section, kernel thresholds in the second.
+Sections: timeline (kprof/diagnose/timeline.py), kernel (kprof/diagnose/kernel.py and
+sass.py), job (kprof/diagnose/job.py, many ranks) and compare (kprof/diagnose/compare.py).
 Change a value here and the rules follow; tests import these names rather than
 repeating the numbers.
 """

@@ -63,8 +63,26 @@ def test_inputs_go_to_their_stages_and_pairs_are_found(tmp_path):
     assert inputs.timelines == (str(trace),)
     assert inputs.kernels == (str(after), str(before), str(other))
     assert inputs.pairs == ((str(before), str(after)),)
-    assert inputs.stages() == ["timeline", "kernel", "mechanism"]
+    assert inputs.stages() == ["timeline", "kernel", "mechanism", "compare"]
+    assert report.stage_parameters("kernel", inputs)["pairs"] == [[str(before), str(after)]]
+    assert report.stage_parameters("compare", inputs)["pairs"] == [[str(before), str(after)]]
     assert report.sort_inputs([trace]).stages() == ["timeline"]
+
+
+def test_ranks_of_one_job_go_to_the_job_stage(samples_dir):
+    from kprof.jobs import sample_job_paths
+
+    ranks = sample_job_paths("ddp_straggler")
+    single = str(samples_dir / "timeline" / "gpu_bound.sqlite")
+    inputs = report.sort_inputs([single, *ranks])
+    assert inputs.timelines == (single,)
+    assert inputs.jobs == (tuple(ranks),)
+    assert inputs.stages() == ["timeline", "job"]
+    assert report.stage_parameters("job", inputs)["timeline_paths"] == ranks
+    two = report.Inputs((), (), (), (tuple(ranks), tuple(ranks)))
+    assert two.stages() == ["job", "job:2"]
+    assert report.stage_template("job:2") == "04_job.ipynb"
+    assert report.stage_title("job:2") == "4. Job (many ranks) (2)"
 
 
 def test_bad_input_fails_before_any_notebook_runs(tmp_path, capsys):
@@ -196,7 +214,9 @@ def built(tmp_path_factory) -> dict:
     evil = crafted_trace(d / f"crafted_{EVIL_FILE}.json")
     out = d / "out" / "report.html"
     log = io.StringIO()
-    paths = [*report.sample_paths(), str(evil)]
+    from kprof.jobs import sample_job_paths
+
+    paths = [*report.sample_paths(), *sample_job_paths("ddp_straggler"), str(evil)]
     result = report.build_report(paths, out, log=log)
     return {
         "path": result,

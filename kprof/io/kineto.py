@@ -55,6 +55,7 @@ from kprof.timeline_model import (
 
 READ_CHUNK = 8 << 20
 """Bytes read (and decoded) at a time."""
+_NUMBER_CHARS = frozenset("0123456789.eE+-")
 
 _KERNEL = {"kernel"}
 _COPY = {"gpu_memcpy", "memcpy"}
@@ -167,9 +168,14 @@ class _Reader:
                 raise self._bad(f"{exc.msg} at character {where:,}") from exc
             except RecursionError as exc:
                 raise self._bad(f"nested too deeply at character {self.base + self.pos:,}") from exc
-            # a number or literal at the very end of the buffer may continue in the next chunk
-            if end >= len(self.buf) and not self.eof and self.buf[self.pos] not in '{["' and self._fill():
-                continue
+            # a bare number may continue in the next chunk ("0." + "5", "17" + "00"): the parse of
+            # a cut one succeeds on its prefix, so retry while the number runs to the buffer's end
+            if not self.eof and self.buf[self.pos] not in '{["':
+                stop = end
+                while stop < len(self.buf) and self.buf[stop] in _NUMBER_CHARS:
+                    stop += 1
+                if stop >= len(self.buf) and self._fill():
+                    continue
             self.pos = end
             return v
 

@@ -79,6 +79,7 @@ _MODULE_MARK = "kprof-ncu-report-module: "
 # "E0000 00:00:1796027031.530593 8399 message_lite.cc:195] Can't parse message of type
 # "NV.Profiler.Messages.FileHeader" because it is missing required fields: ..."
 _PROTOBUF_LOG = re.compile(r"^[EWIF]\d{4} [\d:. ]+\d+ \S+\.cc:\d+\] (?P<msg>.*)$")
+_ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
 _PARSE_ERROR = re.compile(r"Can't parse message of type \"(?P<type>[^\"]+)\"")
 
 _MSG_TYPES = {0: "", 1: "ok", 2: "warning", 3: "optimization", 4: "error"}
@@ -118,9 +119,18 @@ def _check_magic(path: str) -> None:
     except OSError as exc:
         raise KprofInputError(path, f"cannot read: {exc.strerror}") from exc
     if head != NCU_REP_MAGIC:
-        raise KprofInputError(
-            path, "not an Nsight Compute report (the file does not start with ncu's 'NVR' signature)"
+        raise _not_a_report(path, head)
+
+
+def _not_a_report(path: str, head: bytes) -> KprofInputError:
+    if head and NCU_REP_MAGIC.startswith(head):
+        return KprofInputError(
+            path,
+            f"the report is truncated and holds no profiled ranges: the file holds only {len(head)} bytes",
         )
+    return KprofInputError(
+        path, "not an Nsight Compute report (the file does not start with ncu's 'NVR' signature)"
+    )
 
 
 # --------------------------------------------------------------------------- structure
@@ -212,26 +222,20 @@ def _walk_blocks(p: str, f: IO[bytes], size: int) -> ReportStructure:
     blocks = sources = results = 0
 
     def bad(what: str, *, truncated: bool = False) -> KprofInputError:
-        ranges = (
-            "holds no profiled ranges"
-            if results == 0
-            else f"{results} profiled range{'s' if results != 1 else ''} complete before the damage"
-        )
         kind = "truncated" if truncated else "corrupt"
+        where = (
+            " and holds no profiled ranges"
+            if results == 0
+            else f" after {results} complete profiled range{'s' if results != 1 else ''}"
+        )
+        again = "copy it again (an interrupted copy or download?)" if truncated else "copy it again"
         return KprofInputError(
-            p,
-            f"the report is {kind} and {ranges}: {what} (file size {size:,} bytes); "
-            + (
-                "copy it again (an interrupted copy or download?) or profile again"
-                if truncated
-                else "copy it again or profile again"
-            ),
+            p, f"the report is {kind}{where}: {what} (file size {size:,} bytes); {again} or profile again"
         )
 
-    if _read_exact(f, len(NCU_REP_MAGIC)) != NCU_REP_MAGIC:
-        raise KprofInputError(
-            p, "not an Nsight Compute report (the file does not start with ncu's 'NVR' signature)"
-        )
+    head = f.read(len(NCU_REP_MAGIC))
+    if head != NCU_REP_MAGIC:
+        raise _not_a_report(p, head)
     raw = _read_exact(f, 4)
     if not raw:
         raise bad("it ends inside the file header", truncated=True)
@@ -382,7 +386,7 @@ def _native_stderr(complaints: list[str]) -> Iterator[None]:
                 m = _PROTOBUF_LOG.match(line)
                 if m:
                     complaints.append(m["msg"])
-                elif line.strip():
+                elif line.strip() and line.strip() != _ABSL_PREAMBLE:
                     other.append(line)
             if other:
                 print("\n".join(other), file=sys.stderr, flush=True)

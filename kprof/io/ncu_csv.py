@@ -202,9 +202,14 @@ def _read_rows(path: str) -> tuple[list[list[str]], bool]:
             'not an ncu CSV export (no header row starting with "ID"; expected `ncu --csv --page raw` or '
             "`--page details` output)",
         )
-    rows = [
-        row for row in csv.reader(io.StringIO("".join(lines[start:]))) if row and any(c.strip() for c in row)
-    ]
+    try:
+        rows = [
+            row
+            for row in csv.reader(io.StringIO("".join(lines[start:]), newline=""))
+            if row and any(c.strip() for c in row)
+        ]
+    except csv.Error as exc:  # e.g. a stray carriage return inside an unquoted cell
+        raise KprofInputError(path, f"not a well-formed CSV file ({exc})") from exc
     if text.endswith(("\n", "\r")):
         return rows, True
     # No line break at the end: the file may have been cut. A cut inside a quoted cell leaves an

@@ -75,14 +75,20 @@ def _peaks(roofs: Sequence[Roofline]) -> tuple[dict[str, float], dict[str, float
     precision that some kernel executed."""
     used = {p for r in roofs for p, v in r.flops.items() if v and v > 0} | {"fp32"}
     flops: dict[str, float] = {}
+    ran: dict[str, float] = {}
     bw: dict[str, float] = {}
     for r in roofs:
         for p, v in r.peak_flops.items():
             if v and v > 0 and p in used:
                 flops.setdefault(p, v)
+                # A precision's ceiling depends on the data path (the tensor ceiling of a kernel that ran
+                # no tensor op is the TF32 path's): prefer the highest ceiling among kernels that ran it.
+                if (r.flops.get(p) or 0) > 0:
+                    ran[p] = max(ran.get(p, 0.0), v)
         for lv, v in r.peak_bytes_per_s.items():
             if v and v > 0:
                 bw.setdefault(lv, v)
+    flops.update(ran)
     return flops, bw
 
 

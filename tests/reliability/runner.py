@@ -145,6 +145,24 @@ def captured_fds() -> Iterator[dict[str, str]]:
             box["stderr"] = e.read().decode("utf-8", "replace")
 
 
+def digest(obj: Any) -> str:
+    """A fingerprint of what was loaded (or diagnosed), to compare a damaged copy with the intact file."""
+    import hashlib
+
+    from kprof.kernel_model import KernelProfile
+
+    if isinstance(obj, KernelProfile):
+        parts = [
+            (k.name, sorted((n, repr(m)) for n, m in k.metrics.items()), [repr(r) for r in k.rules], len(k.sass))
+            for k in obj.launches
+        ]
+    elif isinstance(obj, list):  # diagnoses
+        parts = [d.to_dict() | {"file": ""} for d in obj]
+    else:
+        parts = [obj.kernel_count if hasattr(obj, "kernel_count") else repr(obj)]
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
 def _library(action: str, path: str) -> dict[str, Any]:
     import kprof
     from kprof.io import load
@@ -152,16 +170,13 @@ def _library(action: str, path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         with captured_fds() as out:
-            if action == "load":
-                load(path)
-            else:
-                kprof.diagnose(path)
+            obj = load(path) if action == "load" else kprof.diagnose(path)
     except Exception as exc:  # noqa: BLE001 - recording what escaped is the point
         res: dict[str, Any] = {"lib": type(exc).__name__, "lib_msg": str(exc)}
         if type(exc).__name__ not in KPROF_ERRORS:
             res["lib_tb"] = traceback.format_exc()
     else:
-        res = {"lib": "ok"}
+        res = {"lib": "ok", "digest": digest(obj)}
     res["lib_stderr"] = out.get("stderr", "")
     res["lib_s"] = round(time.perf_counter() - t0, 3)
     return res
