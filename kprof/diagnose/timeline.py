@@ -762,7 +762,7 @@ def _analyze(ctx: _Context, windows: Pair) -> _Window:
         hk = cp.host_kind()
         pm = cm & (hk == MEM_PAGEABLE)
         pageable_bytes = int(cp.bytes[pm].sum())
-        pageable_ns = int((cp.end_ns[pm] - cp.start_ns[pm]).sum())
+        pageable_ns = int(np.maximum(cp.end_ns[pm] - cp.start_ns[pm], 0).sum())  # inverted records count 0
         copy_bytes = int(cp.bytes[cm].sum())
     return _Window(
         lo=span_lo,
@@ -919,7 +919,7 @@ def _findings(w: _Window, exclude: str) -> list[Finding]:
                 )
             )
     if exclude != "transfer" and w.pageable_bytes > 0:
-        share = min(1.0, w.pageable_copy_ns / max(w.wall_ns, 1))
+        share = min(1.0, max(0.0, w.pageable_copy_ns / max(w.wall_ns, 1)))
         out.append(
             Finding(
                 bottleneck=Bottleneck.TRANSFER_BOUND,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +91,23 @@ def diagnosis_summary(d: Diagnosis) -> dict[str, Any]:
     }
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with terminal control characters (C0 except tab and newline, DEL, C1) shown as
+    ``\\xNN``: a profile's strings must not retitle or clear the user's terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def render_text(s: dict[str, Any]) -> str:
-    """Plain text of a diagnosis summary: the four things a person needs, then the rest."""
+    """Plain text of a diagnosis summary: the four things a person needs, then the rest.
+
+    Terminal control characters from a profile are shown escaped (:func:`printable`)."""
+    return printable(_render_text(s))
+
+
+def _render_text(s: dict[str, Any]) -> str:
     lines = [f"[{s['verdict']}] {s['bottleneck']}: {s['subject']}", f"  {s['headline']}"]
     if s["evidence"]:
         lines.append("  evidence:")

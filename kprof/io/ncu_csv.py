@@ -178,11 +178,16 @@ def _dims(raw: str | None) -> tuple[int, int, int] | None:
     return (int(nums[0]), int(nums[1]), int(nums[2]))
 
 
+_HEAD_CHARS = 1 << 16
+
+
 def _read_rows(path: str) -> tuple[list[list[str]], bool]:
     """The rows from the header on, and whether the text ends with a line break (ncu's always does)."""
     try:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
-            text = f.read()
+            text = f.read(_HEAD_CHARS)  # binary data is refused before the whole file is read
+            if "\x00" not in text:
+                text += f.read()
     except OSError as exc:
         raise KprofInputError(path, f"cannot read: {exc.strerror}") from exc
     if "\x00" in text:

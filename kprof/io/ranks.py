@@ -29,6 +29,7 @@ import os
 import re
 import sqlite3
 import urllib.parse
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -147,7 +148,7 @@ def _kineto_info(p: Path) -> RankInfo:
                 if _DIST_KEY not in head and size > len(head):
                     f.seek(max(len(head), size - TAIL_BYTES))
                     tail = f.read()
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error):  # corrupt deflate data raises zlib.error
         return RankInfo()
     dist = _decode_dist(head) or (_decode_dist(tail) if tail else None)
     if not dist:

@@ -199,6 +199,18 @@ def csv_raw_value(metric: str, value: str) -> Callable[[Path], Path]:
     return build
 
 
+def sparse(name: str, size: int = 4 << 30) -> Callable[[Path], Path]:
+    """A file of ``size`` zero bytes that takes no disk space (a reader that slurps it would need 4 GiB)."""
+
+    def build(d: Path) -> Path:
+        p = d / name
+        with open(p, "wb") as f:
+            f.truncate(size)
+        return p
+
+    return build
+
+
 def other_program_sqlite(d: Path) -> Path:
     p = d / "app.sqlite"
     con = sqlite3.connect(p)
@@ -252,7 +264,7 @@ def dev_null(name: str) -> Callable[[Path], Path]:
     return build
 
 
-ODD_DIR = "dir with spaces/it's \"quoted\" $HOME;`id`"
+ODD_DIR = 'dir with spaces/it\'s "quoted" $HOME;`id`'
 
 
 def odd_name(src: Path, name: str) -> Callable[[Path], Path]:
@@ -296,8 +308,16 @@ def bad_input_cases() -> list[Case]:
         cases.append(Case(f"empty{ext}", f"empty file named *{ext}", text(f"empty{ext}", "")))
     for ext in EXTENSIONS:
         cases.append(Case(f"random{ext}", f"4 KiB of random bytes named *{ext}", random_bytes(ext)))
+    for ext in (".csv", ".json", ".json.gz", ".ncu-rep", ".sqlite"):
+        cases.append(
+            Case(f"sparse-4GiB{ext}", f"a 4 GiB file of zero bytes named *{ext}", sparse(f"zeros{ext}"))
+        )
     cases += [
-        Case("random-nvr.ncu-rep", "'NVR\\0' then 4 KiB of random bytes", random_bytes(".ncu-rep", head=b"NVR\0")),
+        Case(
+            "random-nvr.ncu-rep",
+            "'NVR\\0' then 4 KiB of random bytes",
+            random_bytes(".ncu-rep", head=b"NVR\0"),
+        ),
         Case(
             "random-nvr-big.ncu-rep",
             "'NVR\\0' then 300 KiB of random bytes",
@@ -308,8 +328,14 @@ def bad_input_cases() -> list[Case]:
             "SQLite magic then random bytes",
             random_bytes(".sqlite", n=8192, head=b"SQLite format 3\0"),
         ),
-        Case("random-gzip.json.gz", "gzip magic then random bytes", random_bytes(".json.gz", head=b"\x1f\x8b\x08\x00")),
-        Case("json-object.json", "JSON object that is not a trace", text("conf.json", '{"a": 1, "b": [1, 2]}')),
+        Case(
+            "random-gzip.json.gz",
+            "gzip magic then random bytes",
+            random_bytes(".json.gz", head=b"\x1f\x8b\x08\x00"),
+        ),
+        Case(
+            "json-object.json", "JSON object that is not a trace", text("conf.json", '{"a": 1, "b": [1, 2]}')
+        ),
         Case("json-array.json", "JSON array of numbers", text("nums.json", "[1, 2, 3]")),
         Case("json-string.json", "a JSON string", text("s.json", '"just a string"')),
         Case("json-null.json", "JSON null", text("n.json", "null")),
@@ -373,16 +399,28 @@ def bad_input_cases() -> list[Case]:
             "an empty file under a path with spaces, quotes, $ and backticks",
             lambda d: write(d / ODD_DIR / "empty 'x'.sqlite", b""),
         ),
-        Case("odd-name-ok.sqlite", "a valid nsys export under such a path", odd_name(NSYS_SQLITE, "a b.sqlite"), "ok"),
+        Case(
+            "odd-name-ok.sqlite",
+            "a valid nsys export under such a path",
+            odd_name(NSYS_SQLITE, "a b.sqlite"),
+            "ok",
+        ),
         Case(
             "odd-name-ok.json.gz",
             "a valid Kineto trace under such a path",
             odd_name(KINETO_GZ, 'trace "1".json.gz'),
             "ok",
         ),
-        Case("odd-name-ok.csv", "a valid ncu CSV under such a path", odd_name(NCU_DETAILS_CSV, "k 'x'.csv"), "ok"),
+        Case(
+            "odd-name-ok.csv",
+            "a valid ncu CSV under such a path",
+            odd_name(NCU_DETAILS_CSV, "k 'x'.csv"),
+            "ok",
+        ),
         # absurd values: a correct kprof diagnoses what it can or refuses with one line, never crashes
-        Case("kineto-negative-dur.json", "Kineto kernel with dur -5000", kineto_with(_kernel(dur=-5000)), "any"),
+        Case(
+            "kineto-negative-dur.json", "Kineto kernel with dur -5000", kineto_with(_kernel(dur=-5000)), "any"
+        ),
         Case(
             "kineto-end-before-start.json",
             "Kineto kernel that ends before it starts (dur -1e9)",
@@ -391,8 +429,18 @@ def bad_input_cases() -> list[Case]:
         ),
         Case("kineto-ts-2p63.json", "Kineto kernel with ts 2**63", kineto_with(_kernel(ts=2**63)), "any"),
         Case("kineto-dur-2p63.json", "Kineto kernel with dur 2**63", kineto_with(_kernel(dur=2**63)), "any"),
-        Case("kineto-ts-neg-2p63.json", "Kineto kernel with ts -2**63", kineto_with(_kernel(ts=-(2**63))), "any"),
-        Case("kineto-ts-1e400.json", "Kineto kernel with ts 1e400 (inf)", kineto_raw_first_kernel("ts", "1e400"), "any"),
+        Case(
+            "kineto-ts-neg-2p63.json",
+            "Kineto kernel with ts -2**63",
+            kineto_with(_kernel(ts=-(2**63))),
+            "any",
+        ),
+        Case(
+            "kineto-ts-1e400.json",
+            "Kineto kernel with ts 1e400 (inf)",
+            kineto_raw_first_kernel("ts", "1e400"),
+            "any",
+        ),
         Case("kineto-ts-nan.json", "Kineto kernel with ts NaN", kineto_raw_first_kernel("ts", "NaN"), "any"),
         Case("kineto-ts-string.json", 'Kineto kernel with ts "soon"', kineto_with(_kernel(ts="soon")), "any"),
         Case(

@@ -79,7 +79,11 @@ def cut_points(data: bytes) -> list[int]:
     for b in blocks(data):
         pts |= {b.start, b.start + 2, b.start + 4, b.start + 4 + b.header_size // 2, b.payload_start}
         if b.payload_size:
-            pts |= {b.payload_start + 2, b.payload_start + b.payload_size // 2, b.payload_start + b.payload_size - 1}
+            pts |= {
+                b.payload_start + 2,
+                b.payload_start + b.payload_size // 2,
+                b.payload_start + b.payload_size - 1,
+            }
     pts |= {int(len(data) * f) for f in (0.001, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999)}
     pts |= {len(data) - 1}
     return sorted(p for p in pts if 0 < p < len(data))

@@ -106,7 +106,12 @@ def run_cases(
             pending = [j for j in pending if j["id"] not in results]
             if len(pending) == before:  # the child died before its first job: do not loop forever
                 for j in pending:
-                    results[j["id"]] = {"status": "crash", "id": j["id"], "rc": proc.returncode, "stderr_tail": tail}
+                    results[j["id"]] = {
+                        "status": "crash",
+                        "id": j["id"],
+                        "rc": proc.returncode,
+                        "stderr_tail": tail,
+                    }
                 pending = []
     return results
 
@@ -153,7 +158,12 @@ def digest(obj: Any) -> str:
 
     if isinstance(obj, KernelProfile):
         parts = [
-            (k.name, sorted((n, repr(m)) for n, m in k.metrics.items()), [repr(r) for r in k.rules], len(k.sass))
+            (
+                k.name,
+                sorted((n, repr(m)) for n, m in k.metrics.items()),
+                [repr(r) for r in k.rules],
+                len(k.sass),
+            )
             for k in obj.launches
         ]
     elif isinstance(obj, list):  # diagnoses
@@ -171,7 +181,7 @@ def _library(action: str, path: str) -> dict[str, Any]:
     try:
         with captured_fds() as out:
             obj = load(path) if action == "load" else kprof.diagnose(path)
-    except Exception as exc:  # noqa: BLE001 - recording what escaped is the point
+    except Exception as exc:  # recording what escaped is the point
         res: dict[str, Any] = {"lib": type(exc).__name__, "lib_msg": str(exc)}
         if type(exc).__name__ not in KPROF_ERRORS:
             res["lib_tb"] = traceback.format_exc()
@@ -192,7 +202,7 @@ def _cli(argv: list[str]) -> dict[str, Any]:
             res["rc"] = int(cli.main(argv))
         except SystemExit as exc:
             res["rc"] = exc.code if isinstance(exc.code, int) else 1
-        except BaseException as exc:  # noqa: BLE001 - an exception out of main is a traceback for a user
+        except BaseException as exc:  # an exception out of main is a traceback for a user
             res["rc"] = 1
             res["escaped"] = f"{type(exc).__name__}: {exc}"
             res["traceback"] = traceback.format_exc()

@@ -45,7 +45,7 @@ def leftovers(d: Path, keep: set[str]) -> list[str]:
 
 
 def test_parallel_reports_are_all_complete(parallel_reports: dict) -> None:
-    for rc, out, err in parallel_reports["runs"]:
+    for rc, _out, err in parallel_reports["runs"]:
         assert rc == 0, err[-2000:]
         assert "Traceback" not in err
     assert_complete_html(parallel_reports["same"])
@@ -103,7 +103,9 @@ def test_report_killed_while_writing_leaves_no_partial_file(tmp_path: Path, old_
     else:
         assert not out.exists()
     # what SIGKILL leaves is a hidden temporary file, never something named like the report
-    assert all(n.startswith(".report.html.") and n.endswith(".tmp") for n in leftovers(out.parent, {"report.html"}))
+    assert all(
+        n.startswith(".report.html.") and n.endswith(".tmp") for n in leftovers(out.parent, {"report.html"})
+    )
 
 
 def test_report_whose_export_fails_keeps_the_old_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,9 +115,6 @@ def test_report_whose_export_fails_keeps_the_old_one(tmp_path: Path, monkeypatch
 
     def fake_execute(stage: str, parameters: dict, workdir: Path) -> object:
         return nbformat.v4.new_notebook()
-
-    def failing_write(path: Path, data: str) -> None:
-        raise OSError(28, "No space left on device")
 
     out = tmp_path / "report.html"
     out.write_text("old")
@@ -133,8 +132,34 @@ def test_report_whose_export_fails_keeps_the_old_one(tmp_path: Path, monkeypatch
     assert leftovers(tmp_path, {"report.html"}) == []
 
 
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the notebook's kernel through /proc")
 def test_report_interrupted_during_the_notebooks_leaves_nothing(tmp_path: Path) -> None:
-    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while a notebook runs."""
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while the notebook's kernel runs:
+    exit 130 with one line, no report, no temporary file, no kernel process left running."""
     out = tmp_path / "report.html"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kprof", "report", str(NSYS_SQLITE), "-o", str(out)],
@@ -144,22 +169,27 @@ def test_report_interrupted_during_the_notebooks_leaves_nothing(tmp_path: Path) 
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    time.sleep(3.0)  # the notebook's kernel is starting or running
+    kernels: list[int] = []
+    deadline = time.monotonic() + 120
+    while not kernels and proc.poll() is None and time.monotonic() < deadline:
+        kernels = [c for c in _descendants(proc.pid) if b"ipykernel" in _cmdline(c)]
+        time.sleep(0.05)
+    assert kernels, "no notebook kernel started"
+    time.sleep(1.5)  # the kernel is up and running the notebook's cells
     os.killpg(proc.pid, signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate()
+        proc.communicate()
         pytest.fail("kprof report did not stop within 60 s of Ctrl-C")
     text = err.decode(errors="replace")
-    assert proc.returncode in (130, -signal.SIGINT, 0), text[-2000:]
-    if proc.returncode == 0:  # it had finished already: then the report is whole
-        assert_complete_html(out)
-    else:
-        assert not out.exists()
-        assert "Traceback" not in text, text[-2000:]
-    assert leftovers(tmp_path, {"report.html"}) == []
+    assert proc.returncode == 130, text[-2000:]
+    assert text.splitlines()[-1] == "kprof: error: interrupted" and "Traceback" not in text, text[-2000:]
+    assert not out.exists()
+    assert leftovers(tmp_path, set()) == []
+    time.sleep(0.5)
+    assert not [k for k in kernels if _cmdline(k)], "the notebook's kernel outlived the interrupted report"
 
 
 # ----------------------------------------------------------------------------- the nsys export cache
@@ -222,7 +252,9 @@ def _cache_files(env: dict[str, str]) -> list[str]:
     return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
 
 
-def test_failed_export_is_not_cached(tmp_path: Path, fake_nsys: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_export_is_not_cached(
+    tmp_path: Path, fake_nsys: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kprof.io.nsys import load_nsys_rep
 
     rep = _rep_copy(tmp_path)

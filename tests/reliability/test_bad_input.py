@@ -43,7 +43,9 @@ XFAIL: dict[str, str] = {
 
 def case_params(cases: list[Case], xfail: dict[str, str]) -> list[Any]:
     return [
-        pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=xfail[c.id])] if c.id in xfail else [])
+        pytest.param(
+            c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=xfail[c.id])] if c.id in xfail else []
+        )
         for c in cases
     ]
 
@@ -172,7 +174,9 @@ def test_unreadable_file_simulated(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """os.access says no (as for a chmod 000 file of another user): a one-line KprofInputError."""
     paths = _copies(tmp_path)
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p).parent == tmp_path else real_access(p, mode))
+    monkeypatch.setattr(
+        os, "access", lambda p, mode, **kw: False if Path(p).parent == tmp_path else real_access(p, mode)
+    )
     for p in paths:
         with pytest.raises(KprofInputError, match="permission denied") as ei:
             kprof.diagnose(p)
@@ -188,7 +192,11 @@ def test_permission_lost_between_check_and_read(tmp_path: Path, monkeypatch: pyt
     state = {"armed": False}
 
     def guarded_open(file: Any, *args: Any, **kw: Any) -> Any:
-        if state["armed"] and isinstance(file, str | os.PathLike) and Path(os.fspath(file)).parent == tmp_path:
+        if (
+            state["armed"]
+            and isinstance(file, str | os.PathLike)
+            and Path(os.fspath(file)).parent == tmp_path
+        ):
             raise PermissionError(13, "Permission denied", os.fspath(file))
         return real_open(file, *args, **kw)
 
@@ -256,7 +264,9 @@ def test_one_absurd_row_does_not_change_the_capture(case: Case, tmp_path: Path) 
     s0, e0 = pristine.span_ns()  # type: ignore[union-attr,misc]
     span = tl.span_ns()  # type: ignore[union-attr]
     assert span is not None
-    assert span[1] - span[0] <= 2 * (e0 - s0), f"span {(span[1] - span[0]) / 1e9:.3g} s, intact {(e0 - s0) / 1e9:.3g} s"
+    assert span[1] - span[0] <= 2 * (e0 - s0), (
+        f"span {(span[1] - span[0]) / 1e9:.3g} s, intact {(e0 - s0) / 1e9:.3g} s"
+    )
     want = kprof.diagnose(pristine)[0].bottleneck
     got = kprof.diagnose(tl)[0].bottleneck
     assert got == want, f"verdict {got} on the damaged copy, {want} on the intact sample"

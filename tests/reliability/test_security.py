@@ -31,7 +31,9 @@ RAW = (XSS_KERNEL, "<img src=x", "<script>alert", PROCESS, NVTX)
 
 def assert_no_raw_markup(doc: str, where: str) -> None:
     for bad in RAW:
-        assert bad not in doc, f"{where}: raw {bad!r} at {doc.find(bad)}: ...{doc[max(0, doc.find(bad) - 120) : doc.find(bad) + 60]!r}"
+        assert bad not in doc, (
+            f"{where}: raw {bad!r} at {doc.find(bad)}: ...{doc[max(0, doc.find(bad) - 120) : doc.find(bad) + 60]!r}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,9 @@ def _profiles(hostile_trace: Path, hostile_export: Path, hostile_csv: Path) -> l
 # ----------------------------------------------------------------------------- HTML
 
 
-def test_rich_reprs_escape_profile_strings(hostile_trace: Path, hostile_export: Path, hostile_csv: Path) -> None:
+def test_rich_reprs_escape_profile_strings(
+    hostile_trace: Path, hostile_export: Path, hostile_csv: Path
+) -> None:
     seen_escaped = False
     for p in _profiles(hostile_trace, hostile_export, hostile_csv):
         obj = kprof.load(p)
@@ -133,10 +137,12 @@ def test_text_output_holds_no_terminal_control_characters(
     assert not bad, f"control characters in the text output: {sorted(set(bad))}"
 
 
-def test_error_lines_hold_no_terminal_control_characters(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_error_lines_hold_no_terminal_control_characters(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     p = tmp_path / f"x{ESCAPE}\nname.json"
     p.write_bytes(b"")
-    rc, out, err = _diagnose_cli(capsys, str(p))
+    rc, _out, err = _diagnose_cli(capsys, str(p))
     assert rc == 2 and len(err.splitlines()) == 1, err
     assert not re.findall(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", err), repr(err)
 
@@ -150,13 +156,15 @@ def test_suggested_ncu_command_quotes_the_kernel_name(hostile_export: Path) -> N
     assert k.startswith("regex:") and "touch PWNED" in k, k  # one word: the name did not break out
     assert "touch" not in argv and "PWNED)'" not in argv, argv
     o = argv[argv.index("-o") + 1]
-    assert re.fullmatch(r"[\w.\-]+", o), f"output name {o!r} holds characters a shell or file system would misread"
+    assert re.fullmatch(r"[\w.\-]+", o), (
+        f"output name {o!r} holds characters a shell or file system would misread"
+    )
 
 
 # ----------------------------------------------------------------------------- notebook parameters
 
 NASTY_PATHS = [
-    "/tmp/a b/it's \"q\".sqlite",
+    '/tmp/a b/it\'s "q".sqlite',
     '/tmp/"""; import os; os.system("touch PWNED"); """.json',
     "/tmp/back\\slash\\n.json",
     "/tmp/new\nline.json",
@@ -181,7 +189,12 @@ def test_notebook_parameters_carry_paths_exactly() -> None:
 
 # ----------------------------------------------------------------------------- the source
 
-_SHELL_CALLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"), ("subprocess", "getstatusoutput")}
+_SHELL_CALLS = {
+    ("os", "system"),
+    ("os", "popen"),
+    ("subprocess", "getoutput"),
+    ("subprocess", "getstatusoutput"),
+}
 _PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
 ALLOWED = {
     ("kprof/io/ncu.py", "pickle.load"): "reads the result its own reader process wrote, never a user file",
@@ -206,9 +219,16 @@ def _violations(path: Path, tree: ast.AST) -> list[str]:
                 out.append(f"{where}: {name or 'a call'}(..., shell=...)")
         if name in ("eval", "exec"):
             out.append(f"{where}: {name}()")
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (f.value.id, f.attr) in _SHELL_CALLS:
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and (f.value.id, f.attr) in _SHELL_CALLS
+        ):
             out.append(f"{where}: {name}() runs a shell")
-        if name in ("pickle.load", "pickle.loads", "marshal.loads", "yaml.load") and (rel, name) not in ALLOWED:
+        if (
+            name in ("pickle.load", "pickle.loads", "marshal.loads", "yaml.load")
+            and (rel, name) not in ALLOWED
+        ):
             out.append(f"{where}: {name}() of data that may come from a user")
         if (
             isinstance(f, ast.Attribute)
@@ -241,5 +261,8 @@ def test_template_notebooks_run_no_shell() -> None:
                 if line.lstrip().startswith(("!", "%%bash", "%%sh", "%system", "%sx")):
                     found.append(f"{nb_path.name} cell {i}: {line.strip()}")
             code = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!")))
-            found += [f"{nb_path.name} cell {i}: {v.split(': ', 1)[1]}" for v in _violations(nb_path, ast.parse(code))]
+            found += [
+                f"{nb_path.name} cell {i}: {v.split(': ', 1)[1]}"
+                for v in _violations(nb_path, ast.parse(code))
+            ]
     assert not found, "\n".join(found)

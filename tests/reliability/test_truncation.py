@@ -61,7 +61,13 @@ def _ncu_jobs(d: Path, *, flips: bool) -> list[dict[str, Any]]:
         for off in FLIPS:
             data = bytearray(DATA)
             data[off] ^= 0x40
-            jobs.append({"id": f"flip@{off}", "action": "load", "args": [_write(d, f"flip{off}.ncu-rep", bytes(data))]})
+            jobs.append(
+                {
+                    "id": f"flip@{off}",
+                    "action": "load",
+                    "args": [_write(d, f"flip{off}.ncu-rep", bytes(data))],
+                }
+            )
         smashed = smash_cubin_section(DATA)
         jobs.append({"id": "smash-cubin", "action": "load", "args": [_write(d, "smash.ncu-rep", smashed)]})
     return jobs
@@ -88,8 +94,12 @@ def ncu_outcomes_in_process(tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 
 def _survived(r: dict[str, Any]) -> None:
-    assert r["status"] == "done", f"the process {r['status']}ed (exit {r.get('rc')}): {r.get('stderr_tail', '')[-1200:]}"
-    assert r["lib"] == "ok" or r["lib"] in KPROF_ERRORS, f"{r['lib']}: {r.get('lib_msg')}\n{r.get('lib_tb', '')}"
+    assert r["status"] == "done", (
+        f"the process {r['status']}ed (exit {r.get('rc')}): {r.get('stderr_tail', '')[-1200:]}"
+    )
+    assert r["lib"] == "ok" or r["lib"] in KPROF_ERRORS, (
+        f"{r['lib']}: {r.get('lib_msg')}\n{r.get('lib_tb', '')}"
+    )
     assert "\n" not in r.get("lib_msg", ""), r["lib_msg"]
     assert r["lib_stderr"] == "", f"printed on stderr while loading: {r['lib_stderr'][:500]}"
 
@@ -103,7 +113,9 @@ def test_cut_report_is_an_input_error(n: int, mode: str, request: pytest.Fixture
     if r["lib"] == "ok":
         # a cut exactly between two blocks after the last result drops only blocks kprof does not read
         # (measured: the same launches, metrics, rules and SASS): loading is right, partial data is not
-        assert r["digest"] == out["intact"]["digest"], f"a report cut at byte {n} of {len(DATA)} loaded partial data"
+        assert r["digest"] == out["intact"]["digest"], (
+            f"a report cut at byte {n} of {len(DATA)} loaded partial data"
+        )
         return
     assert r["lib"] == "KprofInputError", r
     assert "truncated" in r["lib_msg"] or "no profiled ranges" in r["lib_msg"], r["lib_msg"]
