@@ -122,12 +122,6 @@ def test_json_carries_profile_strings_exactly(
     assert {d["file"] for d in doc["diagnoses"]} == {str(hostile_trace), str(hostile_export)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kprof/html/__init__.py: render_text puts kernel names into the text output as they are, so "
-    "`kprof diagnose` prints the terminal escape sequences a profile holds (ESC ] 0 ; ... BEL retitles the "
-    "terminal, ESC [ 2 J clears it)",
-)
 def test_text_output_holds_no_terminal_control_characters(
     capsys: pytest.CaptureFixture[str], hostile_export: Path
 ) -> None:

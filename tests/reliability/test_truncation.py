@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.reliability.checks import build_and_run, case_params, check_outcome
 from tests.reliability.inputs import NCU_REP, Case, truncation_cases
 from tests.reliability.nvr import cut_points, flip_offsets, smash_cubin_section
 from tests.reliability.runner import KPROF_ERRORS, child_env, run_cases
-from tests.reliability.test_bad_input import build_and_run, case_params, check_outcome
 
 CASES = truncation_cases()
 
@@ -149,3 +149,51 @@ def test_smashed_cubin_crash_is_an_input_error(ncu_outcomes: dict[str, dict[str,
     _survived(r)
     assert r["lib"] == "KprofInputError", r
     assert "ncu_report" in r["lib_msg"], r["lib_msg"]
+
+
+# ----------------------------------------------------------------------------- the reader process
+
+
+@pytest.fixture()
+def fresh_reader(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    pytest.importorskip("ncu_report")
+    from kprof.io import ncu
+
+    monkeypatch.setenv("KPROF_NCU_ISOLATE", "1")
+    monkeypatch.setattr(ncu, "_READER", None)
+    yield ncu
+    if ncu._READER is not None:
+        ncu._READER.stop()
+
+
+def test_reader_survives_a_crash_and_serves_the_next_load(fresh_reader, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """In this very process: the crash happens in the reader, which is replaced for the next load."""
+    from kprof.errors import KprofInputError
+
+    bad = tmp_path / "smashed.ncu-rep"
+    bad.write_bytes(smash_cubin_section(DATA))
+    with pytest.raises(KprofInputError, match=r"crashed \(SIGSEGV\) in NVIDIA's ncu_report module") as ei:
+        fresh_reader.load_ncu_report(bad)
+    assert "\n" not in str(ei.value) and f"kprof diagnose {tmp_path / 'smashed.csv'}" in str(ei.value)
+    prof = fresh_reader.load_ncu_report(NCU_REP)
+    assert prof[0].name and len(prof[0].metrics) > 1000
+
+
+def test_reader_that_left_idle_is_restarted(fresh_reader, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    monkeypatch.setattr(fresh_reader, "WORKER_IDLE_S", 0.5)
+    first = fresh_reader.load_ncu_report(NCU_REP)
+    proc = fresh_reader._READER.proc
+    time.sleep(1.5)
+    assert proc.poll() == 0  # it left on its own
+    again = fresh_reader.load_ncu_report(NCU_REP)
+    assert again[0].metrics == first[0].metrics
+
+
+def test_reader_results_equal_in_process_results(fresh_reader, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    isolated = fresh_reader.load_ncu_report(NCU_REP)
+    monkeypatch.setenv("KPROF_NCU_ISOLATE", "0")
+    local = fresh_reader.load_ncu_report(NCU_REP)
+    assert isolated == local
+    assert type(isolated[0].metrics) is type(local[0].metrics)  # read-only mappings stay read-only
