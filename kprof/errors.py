@@ -16,15 +16,16 @@ import re
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters escaped as Python would write them (``\\n``, ``\\x1b``).
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with control characters escaped as Python would write them (``\\n``, ``\\x1b``),
+    except those in ``keep`` (the text reprs keep ``"\\t\\n"``).
 
     Examples
     --------
     >>> printable("a\\nb\\x1b[2J")
     'a\\\\nb\\\\x1b[2J'
     """
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return _CONTROL.sub(lambda m: m.group() if m.group() in keep else repr(m.group())[1:-1], text)
 
 
 class KprofError(Exception):
@@ -42,9 +43,16 @@ class KprofInputError(KprofError):
         self.reason = printable(" ".join(str(reason).split()))  # one line, always
         super().__init__(f"{printable(self.path)}: {self.reason}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        # picklable, so that it can cross a process boundary (process pools, the ncu reader)
+        return (type(self), (self.path, self.reason))
+
 
 class MissingToolError(KprofError):
     """A needed external tool or optional package is not installed; the message says how to get it."""
 
     def __init__(self, message: str) -> None:
         super().__init__(printable(" ".join(message.split())))
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (type(self), (str(self),))

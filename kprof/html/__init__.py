@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from kprof.errors import printable as _printable
 from kprof.model import _fmt
 
 if TYPE_CHECKING:
@@ -91,13 +91,10 @@ def diagnosis_summary(d: Diagnosis) -> dict[str, Any]:
     }
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def printable(text: str) -> str:
-    """``text`` with terminal control characters (C0 except tab and newline, DEL, C1) shown as
-    ``\\xNN``: a profile's strings must not retitle or clear the user's terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with terminal control characters other than tab and newline shown escaped
+    (``\\x1b``): a profile's strings must not retitle or clear the user's terminal."""
+    return _printable(text, keep="\t\n")
 
 
 def render_text(s: dict[str, Any]) -> str:
