@@ -60,7 +60,7 @@ STAGE_TITLES = {
     "timeline": "1. Timeline",
     "kernel": "2. Kernel",
     "mechanism": "3. Mechanism",
-    "job": "4. Job (many ranks)",
+    "job": "1b. Job (many ranks)",
     "compare": "5. Before and after",
 }
 

@@ -82,7 +82,7 @@ def test_ranks_of_one_job_go_to_the_job_stage(samples_dir):
     two = report.Inputs((), (), (), (tuple(ranks), tuple(ranks)))
     assert two.stages() == ["job", "job:2"]
     assert report.stage_template("job:2") == "04_job.ipynb"
-    assert report.stage_title("job:2") == "4. Job (many ranks) (2)"
+    assert report.stage_title("job:2") == "1b. Job (many ranks) (2)"
 
 
 def test_bad_input_fails_before_any_notebook_runs(tmp_path, capsys):
