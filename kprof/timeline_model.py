@@ -71,6 +71,11 @@ MEMORY_KIND_NAMES: dict[int, str] = {
 }
 LAUNCH_COOPERATIVE = (2, 3)
 
+TIMESTAMP_LIMIT_NS = 2**62
+"""Nanosecond timestamps at or beyond 2**62 (146 years from the clock's origin) are not timestamps
+(uninitialised, overflowed or corrupt fields): the loaders set such events aside instead of letting
+one of them stretch the capture to centuries."""
+
 
 class ApiCategory(enum.IntEnum):
     """What a host-side CUDA API call does, as far as GPU idle time is concerned."""
@@ -404,6 +409,11 @@ class RangeTable(_Table):
     thread: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     name_id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     names: tuple[str, ...] = ()
+    domain: np.ndarray | None = None
+    """int32 per range indexing ``domains`` (the NVTX domain it was pushed in), -1 for the default
+    domain; None when the input does not record domains (Kineto)."""
+    domains: tuple[str, ...] = ()
+    """NVTX domain names (e.g. ``"NCCL"``: libraries push their ranges in a domain of their own)."""
 
     def __post_init__(self) -> None:
         self._post_init()
@@ -476,7 +486,8 @@ class Timeline:
     has_host_trace: bool = True
     """False when the input holds no host-side CUDA API events at all (e.g. GPU-only exports)."""
     counts: dict[str, int] = field(default_factory=dict)
-    """Counts of events the loader saw but does not model (e.g. ``cuda_profiler_range``)."""
+    """Counts of events the loader saw but does not model (e.g. ``cuda_profiler_range``) or set aside
+    (e.g. ``"CUPTI_ACTIVITY_KIND_KERNEL rows with an impossible time"``; ``notes`` says which)."""
 
     def __post_init__(self) -> None:
         if self.format not in ("nsys", "kineto"):
@@ -526,6 +537,12 @@ class Timeline:
             if device is None or g.device == device:
                 return g.name or None
         return None
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """``text/plain`` and ``text/html`` for Jupyter: a summary of the capture (see :mod:`kprof.html`)."""
+        from kprof.html import timeline_mimebundle
+
+        return timeline_mimebundle(self)
 
     def __repr__(self) -> str:
         span = self.span_ns()
@@ -611,6 +628,7 @@ def short_kernel_name(name: str) -> str:
 __all__ = [
     "COPY_DIRECTION_NAMES",
     "MEMORY_KIND_NAMES",
+    "TIMESTAMP_LIMIT_NS",
     "ApiCategory",
     "ApiTable",
     "CopyTable",

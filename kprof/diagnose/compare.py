@@ -43,7 +43,6 @@ import enum
 import json
 import math
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -296,50 +295,18 @@ class StepTimes:
         return int(self.host_start_ns[i])
 
 
-def _top_level(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Mask of the intervals not inside an earlier-starting one."""
-    if len(starts) == 0:
-        return np.zeros(0, bool)
-    order = np.lexsort((-ends, starts))
-    run_end = np.maximum.accumulate(ends[order])
-    top_sorted = np.ones(len(starts), bool)
-    top_sorted[1:] = starts[order][1:] >= run_end[:-1]
-    out = np.zeros(len(starts), bool)
-    out[order] = top_sorted
-    return out
-
-
 def _iterations(tl: Timeline) -> tuple[np.ndarray, np.ndarray, str]:
-    """Iteration windows sorted by start, and their label: the timeline diagnosis's rule (profiler steps,
-    else the top-level NVTX range name, digits masked, repeated most often on one thread, at least
-    MIN_ITERATIONS_FOR_WARMUP_DROP times)."""
-    if len(tl.steps):
-        o = np.argsort(tl.steps.start_ns, kind="stable")
-        return tl.steps.start_ns[o].astype(np.int64), tl.steps.end_ns[o].astype(np.int64), "profiler step"
-    r = tl.ranges
-    empty = np.zeros(0, np.int64)
-    if len(r) == 0 or not r.names:
+    """Iteration windows sorted by start, and their label, by the timeline diagnosis's own rule
+    (profiler steps, else the outermost repeated NVTX range that no library pushed)."""
+    from kprof.diagnose.timeline import _iterations as timeline_iterations
+
+    it = timeline_iterations(tl)
+    if not len(it):
+        empty = np.zeros(0, np.int64)
         return empty, empty, ""
-    norm = [re.sub(r"\d+", "#", n).strip() for n in r.names]
-    uniq = {n: i for i, n in enumerate(dict.fromkeys(norm))}
-    norm_id = np.array([uniq[n] for n in norm], np.int64)[r.name_id]
-    names = list(uniq)
-    best: tuple[int, np.ndarray, np.ndarray, str] | None = None
-    for t in np.unique(r.thread).tolist():
-        m = r.thread == t
-        top = _top_level(r.start_ns[m], r.end_ns[m])
-        ids, s, e = norm_id[m][top], r.start_ns[m][top], r.end_ns[m][top]
-        if len(ids) == 0:
-            continue
-        vals, counts = np.unique(ids, return_counts=True)
-        k = int(np.argmax(counts))
-        if counts[k] >= th.MIN_ITERATIONS_FOR_WARMUP_DROP and (best is None or counts[k] > best[0]):
-            sel = ids == vals[k]
-            o = np.argsort(s[sel], kind="stable")
-            best = (int(counts[k]), s[sel][o], e[sel][o], names[int(vals[k])])
-    if best is None:
-        return empty, empty, ""
-    return best[1].astype(np.int64), best[2].astype(np.int64), f"NVTX range {best[3]!r}"
+    starts, ends = it.windows
+    label = "profiler step" if it.kind == "profiler step" else f"NVTX range {it.group!r}"
+    return np.asarray(starts, np.int64), np.asarray(ends, np.int64), label
 
 
 def step_times(tl: Timeline) -> StepTimes:

@@ -73,6 +73,7 @@ import numpy as np
 
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose.job import is_nccl_kernel
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -93,6 +94,7 @@ from kprof.timeline_model import (
     GraphTable,
     KernelTable,
     MemsetTable,
+    RangeTable,
     Timeline,
 )
 
@@ -429,8 +431,36 @@ def _top_level(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return out
 
 
+def _library_ranges(r: RangeTable) -> np.ndarray:
+    """Mask of the ranges a communication library pushed (NCCL annotates each collective it enqueues,
+    ``ncclAllReduce``, in its own NVTX domain ``NCCL``): they mark library calls, never iterations."""
+    if len(r) == 0:
+        return np.zeros(0, bool)
+    by_name = np.array([is_nccl_kernel(n) for n in r.names] or [False], bool)
+    out = by_name[r.name_id]
+    if r.domain is not None and r.domains:
+        by_domain = np.array([is_nccl_kernel(d) for d in r.domains] + [False], bool)  # -1: the default domain
+        out |= by_domain[r.domain]
+    return out
+
+
+def _nested_in(a: Pair, u: Pair) -> bool:
+    """Whether at least half of the intervals ``a`` lie inside the union ``u`` of other intervals."""
+    i = iv.containing(u, a[0])
+    inside = (i >= 0) & (a[1] <= u[1][np.maximum(i, 0)])
+    return 2 * int(np.count_nonzero(inside)) >= len(a[0])
+
+
 def _iterations(tl: Timeline) -> _Iterations:
-    """Iteration windows: profiler steps, else repeated top-level NVTX ranges on one thread."""
+    """Iteration windows: profiler steps, else the outermost repeated top-level NVTX range.
+
+    Candidates are the range names (digits masked) that repeat at least
+    MIN_ITERATIONS_FOR_WARMUP_DROP times at the top level of one thread. Ranges pushed by a
+    communication library (NCCL's, on its own thread in PyTorch DDP) are not candidates, and nor
+    is a name whose instances lie (mostly) inside the instances of another candidate, whatever
+    thread that one is on: an iteration is the outermost repeated range. Of the rest, the most
+    repeated wins.
+    """
     if len(tl.steps):
         order = np.argsort(tl.steps.start_ns, kind="stable")
         names = tuple(f"ProfilerStep#{int(n)}" for n in tl.steps.number[order])
@@ -438,13 +468,14 @@ def _iterations(tl: Timeline) -> _Iterations:
     r = tl.ranges
     if len(r) == 0:
         return _Iterations()
-    best: tuple[int, Pair, str, tuple[str, ...]] | None = None
     norm = [_normalize(n) for n in r.names]
     norm_id = (
         np.array([norm.index(n) for n in norm], np.int64)[r.name_id] if r.names else np.zeros(0, np.int64)
     )
-    for t in np.unique(r.thread).tolist():
-        m = r.thread == t
+    usable = ~_library_ranges(r)
+    cands: list[tuple[int, Pair, str, tuple[str, ...]]] = []
+    for t in np.unique(r.thread[usable]).tolist():
+        m = (r.thread == t) & usable
         top = _top_level(r.start_ns[m], r.end_ns[m])
         ids = norm_id[m][top]
         s, e = r.start_ns[m][top], r.end_ns[m][top]
@@ -452,17 +483,24 @@ def _iterations(tl: Timeline) -> _Iterations:
         if len(ids) == 0:
             continue
         vals, counts = np.unique(ids, return_counts=True)
-        k = int(np.argmax(counts))
-        if counts[k] >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-            sel = ids == vals[k]
+        for v, c in zip(vals.tolist(), counts.tolist(), strict=True):
+            if c < th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+                continue
+            sel = ids == v
             o = np.argsort(s[sel], kind="stable")
-            cand = (s[sel][o], e[sel][o])
-            if best is None or counts[k] > best[0]:
-                names = tuple(r.names[int(i)] for i in raw[sel][o])
-                best = (int(counts[k]), cand, norm[int(vals[k])], names)
-    if best is None:
-        return _Iterations()
-    return _Iterations(best[1], "NVTX range", best[3], best[2])
+            names = tuple(r.names[int(i)] for i in raw[sel][o])
+            cands.append((int(c), (s[sel][o], e[sel][o]), norm[int(v)], names))
+    # the most repeated candidate that is not nested in another (ties: thread order, then name);
+    # usually the first one tried, so the pairwise checks stay few
+    unions = [iv.union(*c[1]) for c in cands]
+    for j in sorted(range(len(cands)), key=lambda j: -cands[j][0]):
+        a = cands[j]
+        if not any(
+            k != j and _nested_in(a[1], unions[k]) and not _nested_in(cands[k][1], unions[j])
+            for k in range(len(cands))
+        ):
+            return _Iterations(a[1], "NVTX range", a[3], a[2])
+    return _Iterations()
 
 
 def _steady_reason(its: _Iterations) -> str:
@@ -629,8 +667,14 @@ def _union_total(chunks: Iterator[iv.Chunk], windows: Pair) -> int:
     return tot
 
 
-def _analyze(ctx: _Context, windows: Pair) -> _Window:
-    """Busy/idle stats and gap attribution within a union of windows, walking the tables in chunks."""
+def _analyze(
+    ctx: _Context, windows: Pair, record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+) -> _Window:
+    """Busy/idle stats and gap attribution within a union of windows, walking the tables in chunks.
+
+    ``record``, when given, receives ``(starts, ends, cause codes)`` of the idle gaps (clipped to the
+    windows) chunk by chunk, the codes indexing :data:`_CAUSES`: what :func:`gap_causes` returns.
+    """
     tl, g = ctx.tl, ctx.gpu
     api = tl.api
     ws, we = windows
@@ -679,6 +723,8 @@ def _analyze(ctx: _Context, windows: Pair) -> _Window:
         c[queued_before & ~in_block] = cause_ix["device_wait"]
         if not has_host:
             c[:] = cause_ix["unknown"]
+        if record is not None:
+            record.append((gs, ge, c))
         for name, i in cause_ix.items():
             idle_by[name] += int(glen[c == i].sum())
         hm = c == cause_ix["host"]
@@ -796,6 +842,87 @@ def _steady(ctx: _Context) -> Pair:
 
 
 # ============================================================================ public helpers
+
+
+GAP_CAUSES: tuple[str, ...] = _CAUSES
+"""The causes :func:`gap_causes` gives an idle gap, as the diagnosis attributes them:
+
+- ``host``: the host was still issuing work when the GPU ran out of it (``host_launch_bound``);
+- ``sync``: the queue had drained behind a blocking call (``sync_bound``);
+- ``copy``: the host was blocked in a copy whose own transfer took most of the call (``transfer_bound``);
+- ``startup``: one-time start-up calls (module loading, context creation) fill the gap (``startup_bound``);
+- ``device_wait``: the work that ends the gap was already queued: a device-side dependency;
+- ``unknown``: the capture has no host-side CUDA API events to attribute the gap with.
+"""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GapCauses:
+    """The idle gaps of the diagnosed GPU in the steady state, each with the cause the diagnosis gave it.
+
+    ``start_ns``/``end_ns`` are the gaps (clipped to ``window``, in time order) and ``cause`` holds one
+    of :data:`GAP_CAUSES` per gap. ``window`` is the steady state the diagnosis measured (None when
+    the capture holds no GPU work) and ``device`` the GPU whose gaps these are (the busiest).
+    """
+
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    cause: np.ndarray
+    window: tuple[int, int] | None = None
+    device: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    def idle_by_cause(self) -> dict[str, int]:
+        """Idle nanoseconds per cause (every cause of :data:`GAP_CAUSES`, 0 when absent)."""
+        dur = self.end_ns - self.start_ns
+        return {c: int(dur[self.cause == c].sum()) for c in GAP_CAUSES}
+
+    def __repr__(self) -> str:
+        idle = {c: v for c, v in self.idle_by_cause().items() if v}
+        parts = ", ".join(f"{c} {_ms(v)}" for c, v in sorted(idle.items(), key=lambda kv: -kv[1]))
+        return f"GapCauses({len(self):,} gaps" + (f": {parts}" if parts else "") + ")"
+
+
+def gap_causes(tl: Timeline) -> GapCauses:
+    """The steady state's idle GPU gaps with their causes, from the pass that the diagnosis makes.
+
+    The same context and gap attribution as :func:`diagnose_timeline` (the busiest GPU, the same
+    steady state, the whole capture when the steady state is empty), so a timeline plot labelled
+    with these causes shows what the diagnosis counted: ``plot_timeline(tl, gaps=gap_causes(tl))``.
+
+    Examples
+    --------
+    >>> from kprof.timeline_model import Timeline
+    >>> gap_causes(Timeline(source="x", format="nsys"))
+    GapCauses(0 gaps)
+    """
+    if tl.gpu_op_count == 0:
+        empty = np.zeros(0, np.int64)
+        return GapCauses(empty, empty.copy(), np.zeros(0, dtype="<U1"))
+    ctx = _context(tl)
+    windows = _steady(ctx)
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    w = _analyze(ctx, windows, chunks)
+    if w.wall_ns <= 0:  # as diagnose_timeline: an empty steady state falls back to the whole capture
+        windows = (np.array([ctx.capture_lo], np.int64), np.array([ctx.capture_hi], np.int64))
+        chunks.clear()
+        _analyze(ctx, windows, chunks)
+    if chunks:
+        starts = np.concatenate([c[0] for c in chunks]).astype(np.int64, copy=False)
+        ends = np.concatenate([c[1] for c in chunks]).astype(np.int64, copy=False)
+        codes = np.concatenate([c[2] for c in chunks])
+    else:
+        starts, ends, codes = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8)
+    labels = np.array(GAP_CAUSES)
+    return GapCauses(
+        start_ns=starts,
+        end_ns=ends,
+        cause=labels[codes],
+        window=(int(windows[0][0]), int(windows[1][-1])),
+        device=ctx.gpu.device,
+    )
 
 
 def timeline_metrics(tl: Timeline) -> dict[str, float]:
@@ -1000,15 +1127,33 @@ def _no_gpu_work(tl: Timeline) -> Diagnosis:
     )
 
 
-def _ncu_commands(ctx: _Context, w: _Window) -> tuple[list[Evidence], list[str], list[tuple[str, float]]]:
-    """Top kernels by share of GPU time in the steady state, with an ncu command each."""
+@dataclass(slots=True)
+class _Comm:
+    """NCCL collective kernels in the steady state: GPU time, launches, share of GPU time."""
+
+    ns: float = 0.0
+    launches: int = 0
+    share: float = 0.0
+
+
+def _ncu_commands(
+    ctx: _Context, w: _Window
+) -> tuple[list[Evidence], list[str], list[tuple[str, float]], _Comm]:
+    """Top compute kernels by share of GPU time in the steady state, with an ncu command each, and the
+    NCCL kernels' time apart.
+
+    NCCL collective kernels are communication, not compute to profile with ncu: a collective runs
+    until the last rank joins it, so its duration holds the wait for the other ranks (and ncu's
+    replay of one rank's collective would deadlock or time the wait). They are left out of the
+    ranking and the commands and reported as their share of GPU time.
+    """
     tl = ctx.tl
     k = tl.kernels
     ev: list[Evidence] = []
     cmds: list[str] = []
     tops: list[tuple[str, float]] = []
     if len(k) == 0:
-        return ev, cmds, tops
+        return ev, cmds, tops, _Comm()
     lo, hi = ctx.steady_lo, ctx.steady_hi
     # launches before the steady state, by short name (what ncu's -k regex counts)
     first_iter_end = int(ctx.iterations[1][0]) if len(ctx.iterations[0]) else lo
@@ -1037,12 +1182,16 @@ def _ncu_commands(ctx: _Context, w: _Window) -> tuple[list[Evidence], list[str],
             coop[ids[np.isin(k.launch_type[sl], LAUNCH_COOPERATIVE)]] = True
     per_name, n_launches = (time_steady, n_steady) if n_steady.any() else (time_all, n_all)
     total_gpu = max(float(w.busy_ns), float(per_name.sum()), 1.0)
-    order = np.argsort(-per_name)[: th.TOP_KERNELS]
+    is_comm = np.array([is_nccl_kernel(n) for n in k.names] or [False], bool)
+    comm_ns = float(per_name[is_comm].sum())
+    comm = _Comm(ns=comm_ns, launches=int(n_launches[is_comm].sum()), share=min(1.0, comm_ns / total_gpu))
+    compute = np.where(is_comm, 0.0, per_name)
+    order = np.argsort(-compute, kind="stable")[: th.TOP_KERNELS]
     app = tl.command if " " in tl.command.strip() else "<your command>"
     short = k.short_names or k.names
     seen_cmd: set[str] = set()
     for i in order.tolist():
-        if per_name[i] <= 0:
+        if compute[i] <= 0:
             continue
         name = k.names[i]
         sname = short[i]
@@ -1086,7 +1235,7 @@ def _ncu_commands(ctx: _Context, w: _Window) -> tuple[list[Evidence], list[str],
         if cmd not in seen_cmd:
             seen_cmd.add(cmd)
             cmds.append(cmd)
-    return ev, cmds, tops
+    return ev, cmds, tops, comm
 
 
 def _rx(s: str) -> str:
@@ -1107,8 +1256,29 @@ def _unique_prefix(name: str, others: list[str]) -> str:
     return name
 
 
+def _comm_evidence(comm: _Comm) -> Evidence:
+    return Evidence(
+        name="GPU time in NCCL collectives",
+        value=round(100 * comm.share, 1),
+        unit="%",
+        reference=f"{comm.launches:,} launches, {_ms(comm.ns)} in the steady state; communication, left out of "
+        "the ncu commands: a collective runs until the last rank joins, so its time includes waiting",
+    )
+
+
+def _comm_finding(comm: _Comm) -> Finding:
+    return Finding(
+        bottleneck=Bottleneck.COMMUNICATION_BOUND,
+        headline=f"{_pct(comm.share)} of the GPU time ({_ms(comm.ns)}) is in NCCL collective kernels: a "
+        "collective runs until every rank has joined it, so this time is transfer plus waiting for the "
+        "slowest rank, which one rank's capture cannot tell apart.",
+        evidence=(_comm_evidence(comm),),
+        share=comm.share,
+    )
+
+
 def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
-    ev_k, cmds, tops = _ncu_commands(ctx, w)
+    ev_k, cmds, tops, comm = _ncu_commands(ctx, w)
     graph_ns = (
         iv.total(iv.intersect(iv.union(ctx.tl.graphs.start_ns, ctx.tl.graphs.end_ns), _steady(ctx)))
         if len(ctx.tl.graphs)
@@ -1125,10 +1295,19 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
                 reference="of GPU-busy time; kernels inside graphs traced whole are not listed one by one",
             )
         )
+    if comm.ns > 0:
+        evidence.append(_comm_evidence(comm))
     evidence += ev_k[:2]
     if tops:
         name, share = tops[0]
         head_k = f"; the top kernel ({name}) holds {_pct(share)} of it"
+        if comm.share >= th.MIN_FINDING_SHARE:
+            head_k = (
+                f"; NCCL collectives hold {_pct(comm.share)} of it and the top compute kernel ({name}) "
+                f"{_pct(share)}"
+            )
+    elif comm.ns > 0:
+        head_k = f"; NCCL collectives hold {_pct(comm.share)} of it"
     else:
         head_k = ""
     if graph_share >= th.DOMINANT_SHARE:
@@ -1147,11 +1326,20 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
             "To see the kernels inside the CUDA graphs, re-capture with `nsys profile "
             "--cuda-graph-trace=node ...`."
         )
+    if comm.share >= th.MIN_FINDING_SHARE:
+        nxt_parts.append(
+            "For the NCCL time, diagnose all ranks of the job together (`kprof diagnose rank0.sqlite "
+            "rank1.sqlite ...`): the job view tells waiting for a slower rank from communication."
+        )
     if not nxt_parts:
         nxt_parts.append(
             "Capture kernel-level detail: `nsys profile --cuda-graph-trace=node -t cuda,nvtx -o out "
             "<your command>`, then ncu on the largest kernels."
         )
+    findings = _findings(w, exclude="")
+    if comm.share >= th.MIN_FINDING_SHARE:
+        findings.append(_comm_finding(comm))
+        findings.sort(key=lambda f: -(f.share or 0))
     fix = (
         "Nothing to change at the timeline level: the GPU is rarely idle. Speed comes from the kernels "
         "themselves or from doing less work (lower precision, fewer or fused kernels, smaller problem); "
@@ -1191,7 +1379,7 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
             "an Nsight Compute profile of the top kernels (next step)",
         ),
         next_step=" ".join(nxt_parts),
-        findings=tuple(_findings(w, exclude="")),
+        findings=tuple(findings),
     )
 
 
@@ -1648,10 +1836,11 @@ def _range_diagnoses(ctx: _Context, capture_wall: int) -> list[Diagnosis]:
     first_name: dict[str, str] = {}
     for orig, nn in zip(r.names, norm, strict=True):
         first_name.setdefault(nn, orig)
+    library = _library_ranges(r)
     for gi, gname in enumerate(uniq):
         m = nid == gi
-        if not gname or gname == ctx.its.group:
-            continue
+        if not gname or gname == ctx.its.group or library[m].all():
+            continue  # a library's own ranges (NCCL's) time its host calls: no verdict of their own
         u = iv.union(r.start_ns[m], r.end_ns[m])
         tot = iv.total(u)
         if tot < 0.10 * capture_wall or tot > 0.95 * capture_wall:
@@ -1714,4 +1903,4 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
     return [_with_notes(d, ctx, steady_w), *_range_diagnoses(ctx, wall_all)]
 
 
-__all__ = ["METRICS", "diagnose_timeline", "timeline_metrics"]
+__all__ = ["GAP_CAUSES", "METRICS", "GapCauses", "diagnose_timeline", "gap_causes", "timeline_metrics"]

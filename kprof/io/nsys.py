@@ -9,9 +9,18 @@ Opening the user's file. The database is opened through a URI with ``immutable=1
 SQLite then takes no locks and never creates a ``-journal``, ``-wal`` or ``-shm`` file,
 so the export is neither modified nor locked, and it opens even from a read-only
 folder (``mode=ro`` alone still takes a shared lock, and on a WAL database needs a
-``-shm`` beside it). ``immutable`` would miss pages still sitting in a ``-wal`` file, so
-for the one case of a WAL-mode database with a ``-wal`` beside it the loader falls back
-to ``mode=ro``. nsys itself writes rollback-journal databases.
+``-shm`` beside it). ``immutable`` would miss pages still sitting in a ``-wal`` file, and
+``mode=ro`` on a WAL database creates ``<export>-shm`` beside the user's file, so for the
+one case of a WAL-mode database with a non-empty ``-wal`` beside it the loader copies the
+database and its ``-wal`` into a private temporary folder, reads the copy, and deletes it
+when done. nsys itself writes rollback-journal databases.
+
+Impossible rows. A row whose times cannot be real (start < 0, end < start, or end at or
+beyond :data:`~kprof.timeline_model.TIMESTAMP_LIMIT_NS`, e.g. ``2**63-1`` or ``-2**63``
+left by a crashed or corrupted writer) is set aside, not loaded: one such row would stretch
+the capture to centuries. The Timeline's notes name the table, the count and the first
+such row; a table the diagnosis measures whose every row is impossible refuses the file.
+A text or real value in an integer column refuses the file too.
 
 Reading fast. Numeric columns are read per column in chunks of rowids with
 ``group_concat`` and parsed by numpy, which avoids building one Python tuple per row
@@ -22,6 +31,7 @@ up once per distinct ``StringIds`` id.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shlex
@@ -32,12 +42,14 @@ import tempfile
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from kprof.errors import KprofInputError
 from kprof.timeline_model import (
+    TIMESTAMP_LIMIT_NS,
     ApiTable,
     CopyTable,
     GpuInfo,
@@ -67,9 +79,12 @@ _IN_BATCH = 500
 # ----------------------------------------------------------------------------- opening
 
 
-def _connect(p: Path) -> sqlite3.Connection:
-    quoted = urllib.parse.quote(str(p.resolve()))
-    params = "immutable=1"
+def _connect(p: Path) -> tuple[sqlite3.Connection, Path | None]:
+    """Open the export read-only, never writing beside it: (connection, private copy folder or None).
+
+    A WAL-mode database with a non-empty ``-wal`` beside it is copied (with the ``-wal``) into a
+    private temporary folder and the copy is opened: the caller deletes the folder when done.
+    """
     try:
         with open(p, "rb") as f:
             header = f.read(100)
@@ -77,14 +92,58 @@ def _connect(p: Path) -> sqlite3.Connection:
         raise KprofInputError(p, f"cannot read: {exc.strerror}") from exc
     if not header.startswith(b"SQLite format 3\x00"):
         raise KprofInputError(p, "not an SQLite database (expected an `nsys export --type sqlite` file)")
-    if len(header) >= 20 and header[18] == 2 and Path(str(p) + "-wal").exists():
-        params = "mode=ro"  # WAL content lives in the -wal file; immutable would not see it
+    wal = Path(str(p) + "-wal")
+    tmp: Path | None = None
+    target = p
+    params = "immutable=1"
+    if len(header) >= 20 and header[18] == 2 and _nonempty(wal):
+        # the WAL content lives in the -wal file (immutable would not see it), and mode=ro would
+        # create <export>-shm beside the user's file: read a private copy instead
+        tmp, target = _private_copy(p, wal)
+        params = "mode=ro"
+    quoted = urllib.parse.quote(str(target.resolve()))
     try:
         conn = sqlite3.connect(f"file:{quoted}?{params}", uri=True, check_same_thread=False)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except BaseException:
+            conn.close()
+            raise
     except sqlite3.DatabaseError as exc:
+        _remove(tmp)
         raise KprofInputError(p, f"corrupt or unreadable SQLite database ({exc})") from exc
-    return conn
+    except BaseException:
+        _remove(tmp)
+        raise
+    return conn, tmp
+
+
+def _nonempty(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _private_copy(p: Path, wal: Path) -> tuple[Path, Path]:
+    """Copy the database and its ``-wal`` into a new private temporary folder: (folder, database copy)."""
+    tmp = Path(tempfile.mkdtemp(prefix="kprof-wal-"))
+    dst = tmp / "export.sqlite"
+    try:
+        shutil.copyfile(p, dst)
+        shutil.copyfile(wal, Path(str(dst) + "-wal"))
+    except OSError as exc:
+        _remove(tmp)
+        what = wal if exc.filename and Path(exc.filename) == wal else p
+        raise KprofInputError(
+            p, f"cannot copy the WAL-mode database ({what.name}) to read it: {exc.strerror or exc}"
+        ) from exc
+    return tmp, dst
+
+
+def _remove(tmp: Path | None) -> None:
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class _Db:
@@ -92,16 +151,22 @@ class _Db:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.conn = _connect(path)
+        self.conn, self._tmp = _connect(path)
         try:
             rows = self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise KprofInputError(path, f"corrupt SQLite database ({exc})") from exc
         self.tables = {r[0] for r in rows}
         self._cols: dict[str, set[str]] = {}
 
     def close(self) -> None:
-        self.conn.close()
+        """Close the connection and delete the private copy, if one was made."""
+        try:
+            self.conn.close()
+        finally:
+            _remove(self._tmp)
+            self._tmp = None
 
     def q(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         try:
@@ -162,13 +227,23 @@ class _Db:
             i = 0
             for a in range(lo, hi + 1, CHUNK_ROWIDS):
                 b = a + CHUNK_ROWIDS - 1
-                s = self.q(
-                    f'SELECT group_concat(ifnull({expr}, -1)) FROM "{table}" WHERE rowid BETWEEN ? AND ?{cond}',
-                    (a, b),
-                )[0][0]
+                sql = f'SELECT group_concat(ifnull({expr}, -1)) FROM "{table}" WHERE rowid BETWEEN ? AND ?{cond}'
+                try:
+                    s = self.conn.execute(sql, (a, b)).fetchone()[0]
+                except sqlite3.DatabaseError:
+                    # a blob cell makes the text undecodable: name it if that is the cause
+                    self._raise_if_not_integer(table, expr, (a, b), cond)
+                    s = self.q(sql, (a, b))[0][0]  # raises the usual "corrupt or truncated" error
                 if s is None:
                     continue
-                vals = np.fromstring(str(s), dtype=np.int64, sep=",")
+                try:
+                    vals = np.fromstring(str(s), dtype=np.int64, sep=",")
+                except ValueError:  # a text or real value: group_concat wrote it as is
+                    self._raise_if_not_integer(table, expr, (a, b), cond)
+                    raise KprofInputError(
+                        self.path,
+                        f"table {table}: column {_unquote(expr)} holds a value that is not an integer",
+                    ) from None
                 del s
                 if i + len(vals) > n:
                     raise KprofInputError(self.path, f"table {table} changed while it was read")
@@ -189,6 +264,41 @@ class _Db:
                 )
         return cols
 
+    def _raise_if_not_integer(self, table: str, expr: str, rowids: tuple[int, int], cond: str) -> None:
+        """Raise the one-line error naming the first value of ``expr`` in the rowid range that is not an
+        integer (text, real or blob), if there is one."""
+        try:
+            rows = self.conn.execute(
+                f'SELECT rowid, {expr} FROM "{table}" WHERE rowid BETWEEN ? AND ?{cond} '
+                f"AND typeof({expr}) NOT IN ('integer', 'null') ORDER BY rowid LIMIT 1",
+                rowids,
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            return
+        if not rows:
+            return
+        rid, v = rows[0]
+        if isinstance(v, bytes):
+            what = f"a {len(v)}-byte blob"
+        else:
+            text = str(v)
+            what = repr(text[:40] + ("..." if len(text) > 40 else ""))
+        raise KprofInputError(
+            self.path,
+            f"table {table}: column {_unquote(expr)} holds a value that is not an integer (rowid {rid}: {what})",
+        )
+
+    def nth_rowid(self, table: str, i: int, where: str = "") -> int | None:
+        """The rowid of the ``i``-th row (0-based, rowid order) of ``table`` that ``where`` selects."""
+        cond = f" AND ({where})" if where else ""
+        try:
+            rows = self.conn.execute(
+                f'SELECT rowid FROM "{table}" WHERE 1{cond} ORDER BY rowid LIMIT 1 OFFSET ?', (i,)
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            return None
+        return int(rows[0][0]) if rows else None
+
     def strings(self, ids: np.ndarray) -> dict[int, str]:
         """``StringIds`` values for the given ids, looked up once each."""
         if not self.has("StringIds"):
@@ -201,6 +311,10 @@ class _Db:
             for i, v in self.q(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", tuple(batch)):
                 out[int(i)] = str(v)  # type: ignore[call-overload]
         return out
+
+
+def _unquote(expr: str) -> str:
+    return expr.strip('"')
 
 
 def _table_of(sql: str) -> str:
@@ -258,6 +372,60 @@ def _require(db: _Db, table: str, *cols: str) -> None:
         raise KprofInputError(
             db.path, f"table {table} lacks column(s) {', '.join(missing)} (unsupported nsys schema)"
         )
+
+
+# ----------------------------------------------------------------------------- impossible rows
+
+MEASURED_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TABLE, RUNTIME_TABLE)
+"""Tables whose times the diagnosis measures: when every row of one is impossible, the file is refused."""
+
+_T = TypeVar("_T", KernelTable, CopyTable, MemsetTable, GraphTable, SyncTable, ApiTable, RangeTable)
+
+
+@dataclasses.dataclass(slots=True)
+class _SetAside:
+    """What the loader set aside: notes for the Timeline and counts per table."""
+
+    notes: list[str] = dataclasses.field(default_factory=list)
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def _drop_impossible(db: _Db, table: str, t: _T, aside: _SetAside, where: str = "") -> _T:
+    """``t`` without its rows whose times cannot be real: start < 0, end < start, end >= 2**62 ns.
+
+    ``where`` is the filter the table was read with (rows are in rowid order), used to name the
+    first dropped row's rowid. Adds a note naming the table, the count and the first dropped row;
+    raises :class:`KprofInputError` when every row of a :data:`MEASURED_TABLES` table is dropped.
+    """
+    n = len(t)
+    if n == 0:
+        return t
+    s, e = t.start_ns, t.end_ns
+    bad = s < 0
+    bad |= e < s
+    bad |= e >= TIMESTAMP_LIMIT_NS
+    n_bad = int(np.count_nonzero(bad))
+    if n_bad == 0:
+        return t
+    i = int(np.argmax(bad))
+    rid = db.nth_rowid(table, i, where)
+    first = f"{'rowid ' + str(rid) if rid is not None else 'row ' + str(i + 1)}: start {int(s[i])}, end {int(e[i])}"
+    why = "start < 0, end before start, or end at or beyond 2**62 ns"
+    if n_bad == n and table in MEASURED_TABLES:
+        raise KprofInputError(
+            db.path,
+            f"table {table}: every one of its {n:,} rows has an impossible time ({why}; the first, {first})",
+        )
+    aside.notes.append(
+        f"table {table}: {n_bad:,} of {n:,} rows set aside with an impossible time ({why}; the first, {first})"
+    )
+    aside.counts[f"{table} rows with an impossible time"] = n_bad
+    keep = ~bad
+    del bad
+    cols: dict[str, Any] = {
+        f.name: v[keep] for f in dataclasses.fields(t) if isinstance(v := getattr(t, f.name), np.ndarray)
+    }
+    return dataclasses.replace(t, **cols)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -515,14 +683,23 @@ def _read_api(db: _Db, threads: _Threads) -> ApiTable:
     )
 
 
+NVTX_WHERE = (
+    f"eventType IN ({','.join(str(x) for x in NVTX_RANGE_TYPES)})"
+    + ' AND "end" IS NOT NULL AND "end" >= start'
+)
+"""The NVTX_EVENTS rows read as ranges: push/pop and start/end ranges that were closed."""
+NVTX_DOMAIN_CREATE = 75
+"""ENUM_NSYS_EVENT_TYPE of an NVTX domain creation: its text is the domain's name."""
+
+
 def _read_nvtx(db: _Db, threads: _Threads) -> RangeTable:
     if not db.has(NVTX_TABLE):
         return RangeTable()
     t = NVTX_TABLE
     _require(db, t, "start", "end", "eventType")
     c = db.columns(t)
-    types = ",".join(str(x) for x in NVTX_RANGE_TYPES)
-    where = f'eventType IN ({types}) AND "end" IS NOT NULL AND "end" >= start'
+    where = NVTX_WHERE
+    has_domain = "domainId" in c
     cols = db.read_ints(
         t,
         {
@@ -531,6 +708,7 @@ def _read_nvtx(db: _Db, threads: _Threads) -> RangeTable:
             "tid": "globalTid" if "globalTid" in c else "NULL",
             "text_id": "textId" if "textId" in c else "NULL",
             "rowid": "rowid",
+            "domain": "domainId" if has_domain else "NULL",
         },
         where=where,
     )
@@ -560,13 +738,63 @@ def _read_nvtx(db: _Db, threads: _Threads) -> RangeTable:
             k = index[s] = len(labels)
             labels.append(s)
         name_id[i] = k
+    domain, domains = _nvtx_domains(db, cols["domain"], cols["tid"]) if has_domain else (None, ())
     return RangeTable(
         start_ns=cols["start"],
         end_ns=cols["end"],
         thread=threads.encode(cols["tid"]),
         name_id=name_id,
         names=tuple(labels),
+        domain=domain,
+        domains=domains,
     )
+
+
+def _nvtx_domains(db: _Db, domain_id: np.ndarray, gtid: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Per range, an index into the domain names (-1: the default domain or an unnamed one), and the names.
+
+    Domain ids are handed out per process, so a domain is looked up by (process, id), falling back
+    to the id alone when only one process created a domain of that id.
+    """
+    out = np.full(len(domain_id), -1, np.int32)
+    if not bool((domain_id > 0).any()):
+        return out, ()
+    c = db.columns(NVTX_TABLE)
+    text = "text" if "text" in c else "NULL"
+    tid = "globalTid" if "globalTid" in c else "NULL"
+    text_id = "textId" if "textId" in c else "NULL"
+    rows = db.q(
+        f"SELECT domainId, {tid}, {text}, {text_id} FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE}"
+    )
+    ids = [int(r[3]) for r in rows if isinstance(r[3], int)]
+    interned = db.strings(np.array(sorted(set(ids)), np.int64)) if ids and db.has("StringIds") else {}
+    by_pid: dict[tuple[int, int], str] = {}
+    by_id: dict[int, set[str]] = {}
+    for did, g, txt, tid_ in rows:
+        if not isinstance(did, int):
+            continue
+        name = str(txt) if txt is not None else interned.get(tid_, "") if isinstance(tid_, int) else ""
+        if not name:
+            continue
+        pid = (g >> 24) & 0xFFFFFF if isinstance(g, int) else -1
+        by_pid[(pid, did)] = name
+        by_id.setdefault(did, set()).add(name)
+    names: list[str] = []
+    index: dict[str, int] = {}
+    pids = np.where(gtid >= 0, (gtid >> 24) & 0xFFFFFF, -1)
+    pairs = np.unique(np.stack((pids, domain_id), axis=1)[domain_id > 0], axis=0)
+    for pid, did in pairs.tolist():
+        name = by_pid.get((pid, did), "")
+        if not name and len(by_id.get(did, ())) == 1:
+            name = next(iter(by_id[did]))
+        if not name:
+            continue
+        k = index.get(name)
+        if k is None:
+            k = index[name] = len(names)
+            names.append(name)
+        out[(pids == pid) & (domain_id == did)] = k
+    return out, tuple(names)
 
 
 def _read_gpus(db: _Db) -> tuple[GpuInfo, ...]:
@@ -686,13 +914,15 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
                 "no CUDA tables in the export: the capture had no CUDA trace (-t cuda) or no CUDA activity"
             )
         threads = _Threads()
-        kernels = _read_kernels(db)
-        copies = _read_copies(db)
-        memsets = _read_memsets(db)
-        graphs = _read_graphs(db)
-        syncs = _read_syncs(db)
-        api = _read_api(db, threads)
-        ranges = _read_nvtx(db, threads)
+        aside = _SetAside()
+        kernels = _drop_impossible(db, KERNEL_TABLE, _read_kernels(db), aside)
+        copies = _drop_impossible(db, MEMCPY_TABLE, _read_copies(db), aside)
+        memsets = _drop_impossible(db, MEMSET_TABLE, _read_memsets(db), aside)
+        graphs = _drop_impossible(db, GRAPH_TABLE, _read_graphs(db), aside)
+        syncs = _drop_impossible(db, SYNC_TABLE, _read_syncs(db), aside)
+        api = _drop_impossible(db, RUNTIME_TABLE, _read_api(db, threads), aside)
+        ranges = _drop_impossible(db, NVTX_TABLE, _read_nvtx(db, threads), aside, where=NVTX_WHERE)
+        notes += aside.notes
         gpus = _read_gpus(db)
         labels = threads.labels(db)
         main_tid = None
@@ -721,6 +951,7 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
         command=command,
         notes=tuple(notes),
         has_host_trace=RUNTIME_TABLE in db.tables,
+        counts=aside.counts,
     )
 
 
@@ -819,8 +1050,6 @@ def _tmp_name(target: Path) -> Iterator[Path]:
 
 
 def _with_source(tl: Timeline, source: str) -> Timeline:
-    import dataclasses
-
     return dataclasses.replace(tl, source=source)
 
 

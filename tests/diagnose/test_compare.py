@@ -622,3 +622,19 @@ def test_differently_named_step_ranges_are_not_matched():
     (c,) = compare(b, a)
     assert c.verdict is ComparisonVerdict.INCONCLUSIVE and c.speedup is None
     assert any("mark their steps differently" in n for n in c.notes)
+
+
+def test_multirank_captures_are_compared_on_their_steps_not_on_nccl_ranges(samples_dir):
+    """The step rule is the timeline diagnosis's own: NCCL's ncclAllReduce ranges are not iterations.
+    Rank 1 of the straggler job does ~4 ms more work per step than rank 1 of the balanced job."""
+    from kprof.diagnose.compare import _iterations
+
+    before = samples_dir / "multirank" / "ddp_rank1.sqlite"
+    after = samples_dir / "multirank" / "ddp_straggler_rank1.sqlite"
+    if not after.exists():
+        pytest.skip("multirank samples not generated")
+    starts, _ends, label = _iterations(kprof.load(after))
+    assert label == "NVTX range 'step #'" and len(starts) == 6
+    (c,) = kprof.compare(before, after)
+    assert c.verdict.value == "regressed"
+    assert c.speedup is not None and c.speedup < 0.9

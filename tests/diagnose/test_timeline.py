@@ -412,3 +412,167 @@ def test_busy_fraction_expectations_have_the_mechanism_target() -> None:
         removed = m["wall_ns"] - (wall.target if wall is not None else m["wall_ns"] - (m["gpu_idle_ns"] - idle.target))
         assert busy.target == pytest.approx(m["gpu_busy_ns"] / (m["wall_ns"] - removed), abs=1e-3), cause
         assert f"{busy.describe()}".startswith("GPU-busy fraction")
+
+
+# ----------------------------------------------------------------------------- many ranks: library ranges, NCCL kernels
+
+
+def _ranges(tl: Timeline, rows, domains=()) -> Timeline:
+    """rows: (start, end, thread, name[, domain index]) appended as the timeline's NVTX ranges."""
+    from kprof.timeline_model import RangeTable
+
+    names = tuple(dict.fromkeys(r[3] for r in rows))
+    return dataclasses.replace(tl, ranges=RangeTable(
+        start_ns=np.array([r[0] for r in rows], np.int64), end_ns=np.array([r[1] for r in rows], np.int64),
+        thread=np.array([r[2] for r in rows], np.int32), name_id=np.array([names.index(r[3]) for r in rows], np.int32),
+        names=names, domain=np.array([r[4] if len(r) > 4 else -1 for r in rows], np.int32) if domains else None,
+        domains=tuple(domains)))
+
+
+def _steps_and_inner(n_steps: int = 6, inner_per_step: int = 6, inner: str = "ncclAllReduce", inner_thread: int = 1,
+                     inner_domain: int = -1) -> list[tuple]:
+    """``step i`` on thread 0; ``inner`` ranges nested (in time) inside each step, on ``inner_thread``."""
+    tl = sync_loop()
+    lo, hi = int(tl.api.start_ns.min()), int(tl.kernels.end_ns.max()) + 1
+    edges = np.linspace(lo, hi, n_steps + 1).astype(np.int64)
+    rows: list[tuple] = []
+    for i in range(n_steps):
+        rows.append((int(edges[i]), int(edges[i + 1]), 0, f"step {i}"))
+        w = (edges[i + 1] - edges[i]) // (inner_per_step + 1)
+        for j in range(inner_per_step):
+            s = int(edges[i] + (j + 1) * w - w // 2)
+            rows.append((s, s + int(w // 4), inner_thread, inner, inner_domain))
+    return rows
+
+
+def test_nccl_ranges_are_not_iterations_by_name() -> None:
+    """NCCL's own ranges (36 ``ncclAllReduce``) outnumber the 6 ``step i`` ranges; they are library calls."""
+    from kprof.diagnose.timeline import _iterations
+
+    tl = _ranges(sync_loop(), _steps_and_inner())
+    its = _iterations(tl)
+    assert its.group == "step #" and len(its) == 6
+    d = diagnose_timeline(tl)[0]
+    assert "NVTX ranges 'step 1' to 'step 5'" in d.mechanism and "ncclAllReduce" not in d.mechanism
+
+
+def test_ranges_in_the_nccl_domain_are_not_iterations() -> None:
+    from kprof.diagnose.timeline import _iterations
+
+    rows = _steps_and_inner(inner="AllReduce {}", inner_domain=0)
+    tl = _ranges(sync_loop(), rows, domains=("NCCL",))
+    assert _iterations(tl).group == "step #"
+
+
+@pytest.mark.parametrize("inner_thread", [0, 1])
+def test_a_repeated_range_nested_in_another_repeated_range_is_not_the_iteration(inner_thread: int) -> None:
+    """A user range repeated inside each step (on the same thread or another one): the outermost wins."""
+    from kprof.diagnose.timeline import _iterations
+
+    tl = _ranges(sync_loop(), _steps_and_inner(inner="forward", inner_thread=inner_thread))
+    its = _iterations(tl)
+    assert its.group == "step #" and its.names[0] == "step 0"
+
+
+def test_repeated_ranges_side_by_side_keep_the_most_repeated() -> None:
+    """Not nested: as before, the name repeated most often is the iteration."""
+    from kprof.diagnose.timeline import _iterations
+
+    rows = [r for r in _steps_and_inner(inner="forward") if r[3] != "forward"]
+    lo = max(r[1] for r in rows)
+    rows += [(lo + 10 * i, lo + 10 * i + 5, 1, "poll") for i in range(8)]  # after the steps, on another thread
+    assert _iterations(_ranges(sync_loop(), rows)).group == "poll"
+
+
+def _with_nccl_kernels(tl: Timeline, share: float) -> Timeline:
+    """A GPU-bound loop where NCCL all-reduce kernels hold about ``share`` of the GPU time."""
+    kernels, api = [], []
+    t = 10 * US
+    for i in range(100):
+        api.append((i * 2 * US, i * 2 * US + US, i + 1, "cuLaunchKernelEx"))
+        nccl = i % 10 < round(10 * share)
+        dur = 100 * US
+        kernels.append((t, t + dur, i + 1, 1 if nccl else (0 if i % 2 else 2)))
+        t += dur
+    return tl_from(kernels, api, names=("void gemm(float*)", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                                        "void norm(float*)"))
+
+
+def test_gpu_bound_leaves_nccl_kernels_out_of_the_ncu_commands_and_says_how_much_they_hold() -> None:
+    tl = _with_nccl_kernels(sync_loop(), 0.4)
+    d = diagnose_timeline(tl)[0]
+    assert d.bottleneck is Bottleneck.GPU_BOUND
+    assert "ncclDevKernel" not in d.next_step and "nccl" not in d.next_step.split("|")[0].split("regex")[1]
+    assert "-k 'regex:^gemm$'" in d.next_step and "-k 'regex:^norm$'" in d.next_step
+    comm = next(e for e in d.evidence if e.name == "GPU time in NCCL collectives")
+    assert comm.value == pytest.approx(40, abs=0.5)
+    assert "NCCL collectives hold 40% of it" in d.headline and "top compute kernel (" in d.headline
+    f = next(f for f in d.findings if f.bottleneck is Bottleneck.COMMUNICATION_BOUND)
+    assert f.share == pytest.approx(0.4, abs=0.005) and "waiting for the slowest rank" in f.headline
+    assert "kprof diagnose rank0.sqlite rank1.sqlite" in d.next_step
+    assert not any(e.name.endswith("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") for e in d.evidence)
+
+
+def test_gpu_bound_without_nccl_is_unchanged() -> None:
+    d = diagnose_timeline(_with_nccl_kernels(sync_loop(), 0.0))[0]
+    assert d.bottleneck is Bottleneck.GPU_BOUND and "NCCL" not in d.headline + d.next_step
+    assert not any(f.bottleneck is Bottleneck.COMMUNICATION_BOUND for f in d.findings)
+    assert not any("NCCL" in e.name for e in d.evidence)
+
+
+@pytest.mark.parametrize("name", ["ddp_straggler_rank0.sqlite", "ddp_rank0.sqlite"])
+def test_multirank_rank_is_measured_on_its_steps_and_profiles_compute_kernels(samples_dir: Path, name: str) -> None:
+    p = samples_dir / "multirank" / name
+    if not p.exists():
+        pytest.skip(f"{name} not generated")
+    tl = load(p)
+    assert tl.ranges.domains == ("NCCL",)  # NCCL's ranges are in its own NVTX domain
+    d = diagnose_timeline(tl)[0]
+    assert "NVTX ranges 'step 1' to 'step 5' (5 iterations; the first, 'step 0', left out as warm-up)" in d.mechanism
+    assert "ncclAllReduce" not in d.mechanism
+    assert d.bottleneck is Bottleneck.GPU_BOUND
+    assert "ncu --set full" in d.next_step and "ncclDevKernel" not in d.next_step
+    comm = next(e for e in d.evidence if e.name == "GPU time in NCCL collectives")
+    assert 25 <= comm.value <= 55  # 34% (the waiting rank of the straggler job), 44% (balanced job)
+    assert any(f.bottleneck is Bottleneck.COMMUNICATION_BOUND for f in d.findings)
+    # no verdict for NCCL's own ranges, and the steps are the iterations, not a range of their own
+    assert [x.subject.name for x in diagnose_timeline(tl)[1:]] == []
+
+
+# ----------------------------------------------------------------------------- gap causes for the plot
+
+
+def test_gap_causes_are_the_diagnosis_own_attribution() -> None:
+    from kprof.diagnose.timeline import GAP_CAUSES, GapCauses, gap_causes
+
+    for tl, cause in ((sync_loop(), "sync"), (launch_bound(), "host")):
+        g = gap_causes(tl)
+        assert isinstance(g, GapCauses) and len(g) > 0 and set(g.cause) <= set(GAP_CAUSES)
+        m = timeline_metrics(tl)
+        durations = g.end_ns - g.start_ns
+        assert int(durations.sum()) == m["gpu_idle_ns"]  # the same gaps the diagnosis counted
+        by = g.idle_by_cause()
+        assert max(by, key=by.get) == cause
+        assert g.window is not None and g.window[1] - g.window[0] == m["wall_ns"]
+        assert (g.start_ns >= g.window[0]).all() and (g.end_ns <= g.window[1]).all()
+        assert np.all(np.diff(g.start_ns) > 0) and (durations > 0).all()
+
+
+def test_gap_causes_of_a_capture_without_gpu_work_are_empty() -> None:
+    from kprof.diagnose.timeline import gap_causes
+
+    g = gap_causes(Timeline(source="x", format="nsys"))
+    assert len(g) == 0 and g.window is None and repr(g) == "GapCauses(0 gaps)"
+
+
+def test_report_timeline_plot_labels_gaps_with_the_diagnosis_causes() -> None:
+    from kprof.plot import plot_timeline
+    from kprof.report import timeline_gaps
+
+    tl = sync_loop()
+    g = timeline_gaps(tl)
+    assert g is not None and len(g) > 0
+    ax = plot_timeline(tl, gaps=g)
+    labels = [t.get_text() for t in ax.texts if t.get_gid() == "gap-label"]
+    assert labels and all(lab.split()[0] in ("sync", "host") for lab in labels), labels
+    assert any(lab.startswith("sync ") for lab in labels)

@@ -239,3 +239,221 @@ def test_copy_to_readonly_location_still_loads(tmp_path: Path, corpus_dir: Path)
     dst = tmp_path / "c.sqlite"
     shutil.copy(src, dst)
     assert load(dst).kernel_count == 1312
+
+
+# ----------------------------------------------------------------------------- values that cannot be real
+
+
+@pytest.mark.parametrize(
+    ("sql", "column", "row"),
+    [
+        ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 2", "start", "(rowid 2: 'soon')"),
+        ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 0.5 WHERE rowid = 3", "deviceId", "(rowid 3: '0.5')"),
+        ('UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = x\'00ff\' WHERE rowid = 1', "end", "(rowid 1: a 2-byte blob)"),
+    ],
+)
+def test_a_non_integer_in_an_integer_column_is_refused_naming_the_column(
+    tmp_path: Path, sql: str, column: str, row: str
+) -> None:
+    p = make_export(tmp_path / "x.sqlite")
+    con = sqlite3.connect(p)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    with pytest.raises(KprofInputError) as ei:
+        load_nsys_sqlite(p)
+    msg = str(ei.value)
+    table = sql.split()[1]
+    assert msg.startswith(f"{p}: table {table}: column {column} holds a value that is not an integer {row}"), msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [(2**63 - 1, 2**63 - 1), (-(2**63), -5), (-1, 2_000), (6_000, 5_000), (5_000, 2**62)],
+)
+def test_a_kernel_with_an_impossible_time_is_set_aside_with_a_note(tmp_path: Path, start: int, end: int) -> None:
+    clean = load_nsys_sqlite(make_export(tmp_path / "clean.sqlite"))
+    p = make_export(tmp_path / "x.sqlite")
+    con = sqlite3.connect(p)
+    con.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = ?, "end" = ? WHERE rowid = 2', (start, end))
+    con.commit()
+    con.close()
+    tl = load_nsys_sqlite(p)
+    k = tl.kernels
+    assert k.start_ns.tolist() == [1_000, 8_000] and k.end_ns.tolist() == [3_000, 9_500]
+    # every column lost the same row
+    assert k.correlation.tolist() == [1, 3] and k.grid is not None and k.grid.tolist() == [[132, 1, 1]] * 2
+    assert [k.names[i] for i in k.name_id] == ["void foo<float>(float*)"] * 2
+    assert tl.span_ns() == clean.span_ns()
+    (note,) = tl.notes
+    assert note.startswith("table CUPTI_ACTIVITY_KIND_KERNEL: 1 of 3 rows set aside with an impossible time")
+    assert f"rowid 2: start {start}, end {end}" in note
+    assert tl.counts == {"CUPTI_ACTIVITY_KIND_KERNEL rows with an impossible time": 1}
+    assert not clean.notes and not clean.counts
+
+
+def test_the_first_dropped_nvtx_range_is_named_by_its_own_rowid(tmp_path: Path) -> None:
+    """NVTX_EVENTS is read through a filter (marks are not ranges): the note's rowid is the table's own."""
+    p = make_export(tmp_path / "x.sqlite")
+    con = sqlite3.connect(p)
+    con.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, 'step 1', 281511181944942, NULL)", (2**62, 2**62 + 5))
+    con.commit()
+    con.close()
+    tl = load_nsys_sqlite(p)
+    assert len(tl.ranges) == 2 and tl.span_ns() == (400, 21_000)
+    (note,) = tl.notes
+    assert note.startswith("table NVTX_EVENTS: 1 of 3 rows set aside") and f"rowid 4: start {2**62}" in note
+
+
+def test_a_measured_table_with_no_possible_row_is_refused(tmp_path: Path) -> None:
+    p = make_export(tmp_path / "x.sqlite")
+    con = sqlite3.connect(p)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -start")
+    con.commit()
+    con.close()
+    with pytest.raises(KprofInputError) as ei:
+        load_nsys_sqlite(p)
+    msg = str(ei.value)
+    assert "table CUPTI_ACTIVITY_KIND_KERNEL: every one of its 3 rows has an impossible time" in msg
+    assert "rowid 1: start -1000, end 3000" in msg and "\n" not in msg
+
+
+def test_annotations_with_no_possible_row_are_dropped_not_refused(tmp_path: Path) -> None:
+    p = make_export(tmp_path / "x.sqlite")
+    con = sqlite3.connect(p)
+    con.execute("UPDATE NVTX_EVENTS SET start = -1")
+    con.commit()
+    con.close()
+    tl = load_nsys_sqlite(p)
+    assert len(tl.ranges) == 0 and tl.kernel_count == 3
+    assert tl.counts == {"NVTX_EVENTS rows with an impossible time": 2}
+
+
+def _sql_count(p: Path, table: str, where: str = "") -> int:
+    con = sqlite3.connect(f"file:{p}?immutable=1", uri=True)
+    try:
+        return int(con.execute(f'SELECT count(*) FROM "{table}" {where}').fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0  # 2024+ exports omit empty tables
+    finally:
+        con.close()
+
+
+def _real_exports() -> list[Path]:
+    from tests.conftest import CORPUS, SAMPLES
+
+    return sorted((CORPUS / "pipit").glob("*.sqlite")) + sorted(SAMPLES.glob("*/*.sqlite"))
+
+
+@pytest.mark.parametrize("path", _real_exports(), ids=lambda p: p.name)
+def test_real_exports_lose_no_row(path: Path) -> None:
+    """The samples and the corpus have no impossible row: every table loads with all its rows."""
+    from kprof.io.nsys import NVTX_WHERE
+
+    tl = load_nsys_sqlite(path)
+    assert not tl.counts and not any("impossible" in n for n in tl.notes)
+    for table, got in [
+        ("CUPTI_ACTIVITY_KIND_KERNEL", tl.kernels),
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", tl.copies),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", tl.memsets),
+        ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", tl.graphs),
+        ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", tl.syncs),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", tl.api),
+    ]:
+        assert len(got) == _sql_count(path, table), table
+    assert len(tl.ranges) == _sql_count(path, "NVTX_EVENTS", f"WHERE {NVTX_WHERE}")
+
+
+# ----------------------------------------------------------------------------- WAL-mode databases
+
+
+def _wal_export(tmp_path: Path, then: str = "") -> Path:
+    """An export switched to WAL mode with one more kernel still in its -wal, copied (db and -wal) to a new folder,
+    as from a machine where a writer still had it open."""
+    src = tmp_path / "src"
+    src.mkdir()
+    p = make_export(src / "x.sqlite")
+    con = sqlite3.connect(p)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (12000, 13000, 0, 7, 6, 12, 13, 1, 1, 1, 32, 1, 1, 1)")
+    if then:
+        con.execute(then)
+    con.commit()
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("x.sqlite", "x.sqlite-wal"):
+        shutil.copyfile(src / name, d / name)
+    con.close()
+    assert (d / "x.sqlite-wal").stat().st_size > 0
+    return d / "x.sqlite"
+
+
+def test_a_wal_export_is_read_from_a_private_copy_and_nothing_is_written_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    p = _wal_export(tmp_path)
+    made: list[Path] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(*args, **kw):  # type: ignore[no-untyped-def]
+        made.append(Path(real_mkdtemp(*args, **kw)))
+        return str(made[-1])
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    before = {n: hashlib.sha256((p.parent / n).read_bytes()).hexdigest() for n in os.listdir(p.parent)}
+    os.chmod(p.parent, stat.S_IRUSR | stat.S_IXUSR)  # a read-only folder: an -shm could not be created there
+    try:
+        tl = load_nsys_sqlite(p)
+    finally:
+        os.chmod(p.parent, stat.S_IRWXU)
+    assert tl.kernel_count == 4 and int(tl.kernels.start_ns[-1]) == 12_000  # the row in the -wal is seen
+    after = {n: hashlib.sha256((p.parent / n).read_bytes()).hexdigest() for n in os.listdir(p.parent)}
+    assert after == before  # no -shm, no checkpoint into the user's files
+    assert len(made) == 1 and not made[0].exists()  # the private copy is gone after loading
+    assert tl.source == str(p)
+
+
+def test_a_wal_copy_is_removed_when_loading_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    p = _wal_export(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 4")
+    made: list[Path] = []
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(Path(real_mkdtemp(*a, **k))) or str(made[-1]))
+    with pytest.raises(KprofInputError, match=r"^.*x\.sqlite: table CUPTI_ACTIVITY_KIND_KERNEL: column start"):
+        load_nsys_sqlite(p)
+    assert len(made) == 1 and not made[0].exists()
+
+
+def test_an_empty_wal_beside_a_wal_export_needs_no_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    p = make_export(tmp_path / "x.sqlite")
+    con = sqlite3.connect(p)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.close()  # the last connection checkpoints and deletes the -wal
+    Path(str(p) + "-wal").write_bytes(b"")
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: pytest.fail("copied"))
+    assert load_nsys_sqlite(p).kernel_count == 3
+    assert sorted(os.listdir(tmp_path)) == ["x.sqlite", "x.sqlite-wal"]
+
+
+# ----------------------------------------------------------------------------- display
+
+
+def test_a_loaded_timeline_displays_as_text_and_html(tmp_path: Path) -> None:
+    from kprof.html import reset_ids, timeline_mimebundle
+
+    tl = load_nsys_sqlite(make_export(tmp_path / "x.sqlite"))
+    reset_ids()
+    b = tl._repr_mimebundle_()
+    assert set(b) == {"text/plain", "text/html"}
+    assert "3 kernels" in b["text/plain"] and b["text/plain"].startswith("Timeline (nsys): ")
+    assert '<div class="kp-timeline kp-rich"' in b["text/html"] and "x.sqlite" in b["text/html"]
+    reset_ids()
+    assert b == timeline_mimebundle(tl)
+    assert tl._repr_mimebundle_(include={"text/html"}, exclude=set()).keys() == b.keys()

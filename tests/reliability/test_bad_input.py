@@ -35,11 +35,7 @@ from tests.reliability.runner import REPO, child_env
 CASES = bad_input_cases()
 
 # Failures in files this suite does not own: strict xfails, each with what happens now.
-XFAIL: dict[str, str] = {
-    "nsys-text-in-int-column.sqlite": "kprof/io/nsys.py: _Db.read_ints parses group_concat text with np.fromstring, "
-    "which raises ValueError ('string or file could not be read to its end') on a text cell in an integer "
-    "column: exit 1 'internal error' instead of exit 2",
-}
+XFAIL: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -188,13 +184,7 @@ def test_rank_metadata_of_a_bad_file_is_empty_not_an_exception(case: Case, tmp_p
 
 
 ABSURD = [c for c in CASES if c.id.startswith(("kineto-", "nsys-")) and c.expect == "any"]
-ABSURD_XFAIL: dict[str, str] = {
-    "nsys-start-int64-max.sqlite": "kprof/io/nsys.py: a kernel at start = end = 2**63-1 is loaded as is: the "
-    "capture spans 9.22e9 s and the diagnosis reads 'GPU-busy 0% (50 ms of 9.22e+09 s wall)'",
-    "nsys-negative-times.sqlite": "kprof/io/nsys.py: a kernel at start -2**63 is loaded as is: the capture spans "
-    "9.22e9 s and the verdict flips from transfer_bound to startup_bound ('start-up 9.22e+09 s')",
-    "nsys-text-in-int-column.sqlite": XFAIL["nsys-text-in-int-column.sqlite"],
-}
+ABSURD_XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", case_params(ABSURD, ABSURD_XFAIL))

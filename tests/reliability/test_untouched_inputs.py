@@ -14,8 +14,6 @@ import sqlite3
 import stat
 from pathlib import Path
 
-import pytest
-
 from tests.reliability.conftest import fingerprint, listing
 from tests.reliability.inputs import (
     CORPUS,
@@ -99,11 +97,6 @@ def test_read_only_copies_load_and_stay_unchanged(tmp_path: Path) -> None:
         d.chmod(0o755)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kprof/io/nsys.py: _connect opens a WAL-mode export that has a -wal file beside it with mode=ro, "
-    "and SQLite then creates <export>-shm beside the user's file (a read-only folder would refuse it)",
-)
 def test_wal_mode_export_gets_nothing_written_beside_it(tmp_path: Path) -> None:
     src = tmp_path / "src"
     d = tmp_path / "in"
