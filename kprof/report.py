@@ -311,7 +311,27 @@ def timeline_gaps(tl: Timeline) -> Any:
     except ImportError:
         return None
     fn = getattr(diagnose_timeline, "gap_causes", None)
-    return fn(tl) if callable(fn) else None
+    if not callable(fn):
+        return None
+    g = fn(tl)
+    from kprof.plot.timeline import Gaps
+
+    return Gaps(
+        start_ns=g.start_ns,
+        end_ns=g.end_ns,
+        cause=tuple(GAP_CAUSE_LABELS.get(str(c), str(c)) for c in g.cause),
+    )
+
+
+GAP_CAUSE_LABELS = {
+    "host": "host issuing",
+    "sync": "after sync",
+    "copy": "copy",
+    "startup": "start-up",
+    "device_wait": "queued work",
+    "unknown": "",
+}
+"""How the timeline plot labels the diagnosis's gap causes (:data:`kprof.diagnose.timeline.GAP_CAUSES`)."""
 
 
 def _details(summary: str, body: str, open_: bool) -> str:

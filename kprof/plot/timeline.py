@@ -383,7 +383,7 @@ def plot_timeline(
     ax.set_xlim(0, (hi - lo) / 1e6)
     ax.set_ylim(n_rows - 0.5, -1.5)
     ax.set_yticks(range(-1, len(rows)))
-    ax.set_yticklabels(["GPU idle: host did", *(r.label for r in rows)], fontsize=8)
+    ax.set_yticklabels(["GPU idle (cause)", *(r.label for r in rows)], fontsize=8)
     ax.axhline(-0.5, color="0.6", linewidth=0.6)
     ax.set_xlabel("time from window start [ms]")
     if title is None:

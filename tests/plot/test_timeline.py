@@ -27,7 +27,7 @@ def test_rows_per_stream_and_host():
     tl = timeline(40, streams=(7, 9))
     ax = plot_timeline(tl)
     labels = _ytick_labels(ax)
-    assert labels == ["GPU idle: host did", "host python3 (main)", "GPU0 stream 7", "GPU0 stream 9"]
+    assert labels == ["GPU idle (cause)", "host python3 (main)", "GPU0 stream 7", "GPU0 stream 9"]
     kern = _colls(ax, "row-kernel")
     assert len(kern) == 2  # one collection per stream row
     assert sum(len(c.get_paths()) for c in kern) == 40  # every kernel drawn (no aggregation needed)
