@@ -7,9 +7,11 @@ Exit codes: 0 success, 2 bad input (one line naming the file and what is wrong),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -257,14 +259,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except _Terminated:
+        _err("terminated")
+        return 143
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # a bug: one line, not a traceback (KPROF_DEBUG=1 shows it)
         return _internal(f"kprof {args.command}", exc)
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C so that temporary files and child processes are cleaned up."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def entry() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. SIGTERM unwinds like Ctrl-C (exit 143), so an interrupted
+    run leaves no temporary file or half-written output behind."""
+    with contextlib.suppress(ValueError):  # not in the main thread: keep the default
+        signal.signal(signal.SIGTERM, _on_sigterm)
     sys.exit(main())
 
 

@@ -152,3 +152,30 @@ def test_diagnose_json_on_every_sample(rel, samples_dir, capsys):
             assert {"name", "value", "unit", "reference"} <= set(e)
         if d["verdict"] != "healthy":
             assert d["next_step"].strip() or d["fix"].strip()
+
+
+@pytest.mark.slow
+def test_sigterm_during_report_leaves_nothing_behind(tmp_path):
+    """SIGTERM unwinds like Ctrl-C: exit 143, one line, no report, no temporary files."""
+    import signal
+    import time
+
+    pytest.importorskip("papermill")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "out" / "report.html"
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kprof", "report", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    time.sleep(6)  # the notebooks are running by now
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "kprof: error: terminated"
+    assert "Traceback" not in err
+    assert not out.exists()
+    if out.parent.exists():
+        assert not list(out.parent.glob(".*.tmp"))
+    assert list(tmpdir.iterdir()) == []

@@ -39,6 +39,7 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -1036,8 +1037,22 @@ def load_nsys_rep(path: str | os.PathLike[str]) -> Timeline:
     return _with_source(load_nsys_sqlite(target), str(path))
 
 
+STALE_TMP_S = 3600.0
+"""A temporary export older than this was left by a killed run (an export of a large report
+takes minutes, not an hour) and is removed by the next conversion into the same cache folder."""
+
+
+def _remove_stale_tmp(folder: Path, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    for old in folder.glob("*.tmp.sqlite"):
+        with contextlib.suppress(OSError):
+            if now - old.stat().st_mtime > STALE_TMP_S:
+                old.unlink()
+
+
 @contextlib.contextmanager
 def _tmp_name(target: Path) -> Iterator[Path]:
+    _remove_stale_tmp(target.parent)
     fd, name = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp.sqlite", dir=target.parent)
     os.close(fd)
     os.unlink(name)  # nsys refuses to overwrite without --force-overwrite; let it create the file

@@ -457,3 +457,25 @@ def test_a_loaded_timeline_displays_as_text_and_html(tmp_path: Path) -> None:
     reset_ids()
     assert b == timeline_mimebundle(tl)
     assert tl._repr_mimebundle_(include={"text/html"}, exclude=set()).keys() == b.keys()
+
+
+def test_stale_temporary_exports_are_removed_fresh_ones_kept(tmp_path) -> None:
+    """A killed `nsys export` leaves X.<random>.tmp.sqlite in the cache; the next conversion removes
+    those older than STALE_TMP_S and leaves a concurrent run's fresh one alone."""
+    import os as _os
+    import time as _time
+
+    from kprof.io import nsys as nsys_io
+
+    stale = tmp_path / "a.abc.tmp.sqlite"
+    fresh = tmp_path / "b.def.tmp.sqlite"
+    export = tmp_path / "c.sqlite"
+    for f in (stale, fresh, export):
+        f.write_bytes(b"x")
+    old = _time.time() - nsys_io.STALE_TMP_S - 60
+    _os.utime(stale, (old, old))
+    _os.utime(export, (old, old))
+    with nsys_io._tmp_name(tmp_path / "d.sqlite") as tmp:
+        assert not tmp.exists()
+    assert not stale.exists()
+    assert fresh.exists() and export.exists()  # only stale temporaries go, never a finished export
