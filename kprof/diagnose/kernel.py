@@ -219,6 +219,28 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
     return None
 
 
+def _excess_share(
+    loads: tuple[float | None, float | None, float],
+    stores: tuple[float | None, float | None, float],
+    ncu_actual: float | None,
+    ncu_ideal: float | None,
+) -> float | None:
+    """Share of the memory units moved (sectors, wavefronts) that an ideal access pattern would not
+    need, from ``(units, requests, ideal units per request)`` of loads and stores; ncu's own per-
+    instruction ideal replaces ours when the report has it. None when nothing moved, or when ncu's
+    ideal shows no excess beyond COALESCING_TOLERANCE."""
+    actual = (loads[0] or 0.0) + (stores[0] or 0.0)
+    if actual <= 0:
+        return None
+    ideal_total = (loads[1] or 0.0) * loads[2] + (stores[1] or 0.0) * stores[2]
+    waste = max(0.0, 1.0 - ideal_total / actual)
+    if ncu_actual and ncu_ideal is not None:
+        waste = max(0.0, 1.0 - ncu_ideal / ncu_actual)
+        if waste < 1.0 - 1.0 / th.COALESCING_TOLERANCE:
+            return None
+    return waste
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or b == 0:
         return None
@@ -502,17 +524,15 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
         ideal(f.sass.global_load_bytes_per_thread),
         ideal(f.sass.global_store_bytes_per_thread),
     )
-    actual = (ld_s or 0.0) + (st_s or 0.0)
-    ideal_total = (ld_r or 0.0) * ideal_ld + (st_r or 0.0) * ideal_st
-    if actual <= 0:
+    # ncu's SourceCounters know each instruction's real width and active lanes: their ideal wins.
+    waste = _excess_share(
+        (ld_s, ld_r, ideal_ld),
+        (st_s, st_r, ideal_st),
+        k.value(L2_THEORETICAL_SECTORS),
+        k.value(L2_THEORETICAL_SECTORS_IDEAL),
+    )
+    if waste is None:
         return None
-    waste = max(0.0, 1.0 - ideal_total / actual)
-    ncu_actual, ncu_ideal = k.value(L2_THEORETICAL_SECTORS), k.value(L2_THEORETICAL_SECTORS_IDEAL)
-    if ncu_actual and ncu_ideal is not None:
-        # ncu's SourceCounters know each instruction's real width and active lanes: use their ideal.
-        waste = max(0.0, 1.0 - ncu_ideal / ncu_actual)
-        if waste < 1.0 - 1.0 / th.COALESCING_TOLERANCE:
-            return None
     spr_ld = _ratio(ld_s, ld_r)
     spr_st = _ratio(st_s, st_r)
     worst_ld = spr_ld is not None and spr_ld > ideal_ld * th.COALESCING_TOLERANCE
@@ -700,24 +720,23 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
         return max(1.0, w * th.WARP_SIZE / (th.SHARED_BANKS * th.SHARED_BANK_BYTES))
 
     i_ld, i_st = ideal(f.sass.shared_load_bytes_per_thread), ideal(f.sass.shared_store_bytes_per_thread)
-    actual = (wf_ld or 0.0) + (wf_st or 0.0)
-    ideal_total = (rq_ld or 0.0) * i_ld + (rq_st or 0.0) * i_st
-    if actual <= 0:
+    # ncu's SourceCounters count the ideal wavefronts per instruction (width, active lanes, LDSM and
+    # matrix-operand reads included): when they match the actual ones there is no conflict to fix.
+    waste = _excess_share(
+        (wf_ld, rq_ld, i_ld),
+        (wf_st, rq_st, i_st),
+        k.value(SHARED_WAVEFRONTS),
+        k.value(SHARED_WAVEFRONTS_IDEAL),
+    )
+    if waste is None:
         return None
-    waste = max(0.0, 1.0 - ideal_total / actual)
-    ncu_actual, ncu_ideal = k.value(SHARED_WAVEFRONTS), k.value(SHARED_WAVEFRONTS_IDEAL)
-    if ncu_actual and ncu_ideal is not None:
-        # ncu's SourceCounters count the ideal wavefronts per instruction (width, active lanes, LDSM and
-        # matrix-operand reads included): when they match the actual ones there is no conflict to fix.
-        waste = max(0.0, 1.0 - ncu_ideal / ncu_actual)
-        if waste < 1.0 - 1.0 / th.COALESCING_TOLERANCE:
-            return None
     wpr_ld, wpr_st = _ratio(wf_ld, rq_ld), _ratio(wf_st, rq_st)
     bad_ld = wpr_ld is not None and wpr_ld > i_ld * th.COALESCING_TOLERANCE
     bad_st = wpr_st is not None and wpr_st > i_st * th.COALESCING_TOLERANCE
     if not (bad_ld or bad_st):
         return None
     total_wf = k.value(L1_WAVEFRONTS)
+    actual = (wf_ld or 0.0) + (wf_st or 0.0)
     shared_share = min(1.0, actual / total_wf) if total_wf else 1.0
     l1 = f.util.get("l1", 0.0)
     savings = waste * shared_share * _scale_to_limiter(f, l1, SHARED_STALLS)
