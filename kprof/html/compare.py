@@ -12,6 +12,7 @@ import os
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from kprof.errors import printable
 from kprof.model import _fmt
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def render_comparison_text(s: dict[str, Any]) -> str:
     for n in s["notes"]:
         lines.append(f"  note: {n}")
     lines.append(f"  files: {s['file_before']} -> {s['file_after']}")
-    return "\n".join(lines)
+    return printable("\n".join(lines), keep="\t\n")  # no terminal control from a profile
 
 
 def render_comparison_html(s: dict[str, Any]) -> str:

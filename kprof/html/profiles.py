@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from kprof.errors import printable
+
 if TYPE_CHECKING:
     from kprof.kernel_model import KernelProfile
     from kprof.model import Diagnosis
@@ -144,7 +146,7 @@ def render_timeline_text(s: dict[str, Any]) -> str:
             lines.append(f"    - {t['total']} ({t['share']}, {t['count']} launches) {t['name']}")
     for n in s["notes"]:
         lines.append(f"  note: {n}")
-    return "\n".join(lines)
+    return printable("\n".join(lines), keep="\t\n")  # no terminal control from a profile
 
 
 def render_timeline_html(s: dict[str, Any]) -> str:
@@ -222,7 +224,7 @@ def render_kernel_profile_text(s: dict[str, Any]) -> str:
         lines.append(f"    ... and {s['more']} more")
     for n in s["notes"]:
         lines.append(f"  note: {n}")
-    return "\n".join(lines)
+    return printable("\n".join(lines), keep="\t\n")  # no terminal control from a profile
 
 
 def render_kernel_profile_html(s: dict[str, Any]) -> str:
@@ -288,11 +290,12 @@ def render_overview_text(rows: Sequence[dict[str, str]]) -> str:
     """Plain text of an overview: one line per diagnosis."""
     if not rows:
         return "(no diagnoses)"
-    return "\n".join(
+    text = "\n".join(
         f"[{r['verdict']}] {r['bottleneck']}: {r['file']}{' — ' + r['subject'] if r['subject'] != r['file'] else ''}"
         f"\n    {r['headline']}"
         for r in rows
     )
+    return printable(text, keep="\t\n")  # no terminal control from a profile
 
 
 def overview(diagnoses: Iterable[Diagnosis], *, title: str = "") -> Rendered:

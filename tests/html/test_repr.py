@@ -79,3 +79,36 @@ def test_inconclusive_text_names_the_next_step():
     assert t.startswith("[inconclusive] undetermined: x.sqlite")
     assert "next: nsys profile -t cuda ..." in t
     assert Bottleneck.GPU_BOUND.value not in t
+
+
+def test_every_text_repr_escapes_terminal_control_characters():
+    """A kernel name is profile data: ESC ] 0 ; ... BEL would retitle the terminal, ESC [ 2 J clear it.
+    Each text repr (diagnosis, kernel profile, comparison, overview) shows them escaped."""
+    import kprof
+    from kprof.html import overview
+    from kprof.kernel_model import KernelLaunch, KernelProfile, Metric
+
+    evil = "k\x1b]0;pwned\x07\x1b[2J"
+
+    def profile(ns: float) -> KernelProfile:
+        k = KernelLaunch(
+            id=0,
+            name=evil,
+            grid=(8, 1, 1),
+            block=(128, 1, 1),
+            device="GPU",
+            metrics={"gpu__time_duration.sum": Metric(ns, "ns")},
+        )
+        return KernelProfile(source=f"{evil}.ncu-rep", launches=(k,))
+
+    before, after = profile(2000.0), profile(1000.0)
+    d = make(subject=Subject(kind=SubjectKind.KERNEL, name=evil))
+    texts = {
+        "diagnosis": d._repr_mimebundle_()["text/plain"],
+        "kernel profile": before._repr_mimebundle_()["text/plain"],
+        "comparison": kprof.compare(before, after)[0]._repr_mimebundle_()["text/plain"],
+        "overview": overview([d]).text,
+    }
+    for what, text in texts.items():
+        assert not re.findall(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), what
+        assert "\\x1b" in text, what
