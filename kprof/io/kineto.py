@@ -41,6 +41,7 @@ from kprof.timeline_model import (
     MEM_PAGEABLE,
     MEM_PINNED,
     MEM_UNKNOWN,
+    TIMESTAMP_LIMIT_NS,
     ApiTable,
     CopyTable,
     GpuInfo,
@@ -275,8 +276,9 @@ def _arr(a: array, dtype: str) -> np.ndarray:
 
 _INT_TEXT = re.compile(r"-?[0-9]+")
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
-_TS_LIMIT = 2**62
-"""Nanosecond timestamps beyond +-2**62 (146 years) are not timestamps: such events are counted, not loaded."""
+_TS_LIMIT = TIMESTAMP_LIMIT_NS
+"""Nanosecond timestamps beyond +-2**62 (146 years) are not timestamps: such events are counted, not loaded
+(the same limit the nsys loader applies)."""
 
 
 def _int(v: Any, default: int = -1) -> int:
