@@ -219,6 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     _profile_arguments(pr)
     pr.set_defaults(func=_profile)
+
+    ex = sub.add_parser("explain", help="what a bottleneck id means, its thresholds and their sources")
+    ex.add_argument("ids", nargs="*", metavar="ID", help="bottleneck ids (default: all)")
+    ex.add_argument("--json", action="store_true", help='print {"explanations": [...]} as JSON')
+    ex.set_defaults(func=_explain)
+    sub.add_parser("mcp", help="serve kprof's tools to agents (Model Context Protocol, stdio)").set_defaults(
+        func=_mcp
+    )
     return p
 
 
@@ -240,6 +248,8 @@ def _delegate(module: str, name: str, issue: str) -> Any:
 _compare = _delegate("kprof.diagnose.compare", "compare", "issue 7: verify a fix")
 _report = _delegate("kprof.report", "report", "issue 5: presentation")
 _profile = _delegate("kprof.capture", "profile", "issue 6: capture")
+_explain = _delegate("kprof.explain", "explain", "issue 18")
+_mcp = _delegate("kprof.mcp_server", "mcp", "issue 18")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
