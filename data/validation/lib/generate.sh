@@ -126,7 +126,7 @@ PY
 cat "$O/versions.json"
 if [ ${#ONLY[@]} -eq 0 ] && { [ -z "${GEN_BUDGET_S:-}" ] || [ $((SECONDS - T_START)) -lt $((GEN_BUDGET_S + 40)) ]; }; then
   log "sanity"
-  (cd $W && timeout 90 python3 _sanity.py) > "$O/sanity.log" 2>&1
+  (cd $W && timeout 60 python3 _sanity.py) > "$O/sanity.log" 2>&1
   log "sanity rc=$?"
   cat "$O/sanity.log"
 fi
