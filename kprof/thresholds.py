@@ -55,6 +55,12 @@ busiest Python traces (ResNet-50, the 128-rank sampled job); 1 ms is ~7x the slo
 it the host is doing other work (CPU compute, compilation, I/O) and the diagnosis says so
 (inconclusive, with the host-sampling capture to run)."""
 
+THREAD_HANDOFF_MIN_NS = MAX_DISPATCH_PER_LAUNCH_NS
+"""A host thread that records nothing (no operator, range or CUDA call) for more than 1 ms while another
+thread is busy was waiting for that thread (PyTorch's autograd thread waits for the forward pass on the
+main thread): the critical path follows the hand-off (kprof/diagnose/critical_path.py). Shorter silences
+are Python between operators, 10-145 us per kernel as measured for MAX_DISPATCH_PER_LAUNCH_NS."""
+
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""
