@@ -239,8 +239,8 @@ def sort_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
     timelines: list[str] = []
     kernels: list[str] = []
     for p in paths:
+        fmt = detect_format(p)  # before abspath, which turns an empty path into the current folder
         ap = os.path.abspath(os.fspath(p))
-        fmt = detect_format(ap)
         (timelines if fmt in TIMELINE_FORMATS else kernels).append(ap)
     jobs: list[list[str]] = []
     if len(timelines) >= 2:

@@ -30,6 +30,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def check_readable_file(path: str | os.PathLike[str]) -> Path:
     """Raise :class:`KprofInputError` unless ``path`` is an existing, readable, non-empty file."""
+    if not os.fspath(path):  # Path("") is ".", the current folder: say what was given
+        raise KprofInputError("''", "the path is empty; give the path of a profile file")
     p = Path(path)
     try:
         exists = p.exists()

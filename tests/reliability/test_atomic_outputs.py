@@ -194,39 +194,6 @@ def test_report_interrupted_during_the_notebooks_leaves_nothing(tmp_path: Path) 
 
 # ----------------------------------------------------------------------------- the nsys export cache
 
-_FAKE_NSYS = textwrap.dedent(
-    """\
-    #!{python}
-    # Stand-in for `nsys export --type sqlite --force-overwrite true -o OUT REP` (tests only).
-    import os, sys, time
-    args = sys.argv[1:]
-    out = args[args.index("-o") + 1]
-    data = open({sample!r}, "rb").read()
-    mode = os.environ.get("FAKE_NSYS_MODE", "ok")
-    with open(out, "wb") as f:
-        f.write(data[: len(data) // 2])
-        f.flush()
-        if mode == "fail":
-            print("ERROR: Database export failed: disk I/O error", file=sys.stderr)
-            sys.exit(1)
-        if mode in ("hang", "slow"):
-            open(out + ".started", "w").close()
-            time.sleep(3600 if mode == "hang" else 2)
-        f.write(data[len(data) // 2 :])
-    """
-)
-
-
-@pytest.fixture()
-def fake_nsys(tmp_path: Path) -> dict[str, str]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "nsys"
-    exe.write_text(_FAKE_NSYS.format(python=sys.executable, sample=str(NSYS_SQLITE)))
-    exe.chmod(0o755)
-    cache = tmp_path / "cache"
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "KPROF_CACHE_DIR": str(cache)}
-
 
 def _rep_copy(tmp_path: Path) -> Path:
     rep = tmp_path / "in" / "capture.nsys-rep"
