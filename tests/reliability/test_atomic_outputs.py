@@ -117,7 +117,7 @@ def test_report_whose_export_fails_keeps_the_old_one(tmp_path: Path, monkeypatch
         return nbformat.v4.new_notebook()
 
     out = tmp_path / "report.html"
-    out.write_text("old")
+    out.write_text("<!DOCTYPE html><html>old</html>")
     monkeypatch.setattr(report, "execute_template", fake_execute)
     real_replace = os.replace
 
@@ -125,10 +125,10 @@ def test_report_whose_export_fails_keeps_the_old_one(tmp_path: Path, monkeypatch
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", no_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(KprofInputError, match="disk full"):
         report.build_report([str(NSYS_SQLITE)], out, log=None)
     monkeypatch.setattr(os, "replace", real_replace)
-    assert out.read_text() == "old"
+    assert out.read_text() == "<!DOCTYPE html><html>old</html>"
     assert leftovers(tmp_path, {"report.html"}) == []
 
 
