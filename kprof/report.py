@@ -35,7 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kprof.errors import KprofError
+from kprof.errors import KprofError, KprofInputError
 from kprof.outputs import check_output, disk_full_is_bad_input, give_permissions, writing_output
 
 if TYPE_CHECKING:
