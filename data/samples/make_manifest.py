@@ -211,6 +211,8 @@ TOOLS_BY_KIND = {
     "kineto": {"python", "torch", "torch_cuda"},
 }
 
+# Kernel samples whose report is stored gzip-compressed (generate.sh's NCU_GZ).
+NCU_GZ = {"triton_fp32_ieee_dot", "torch_permute_copy"}
 TIMELINE_FILES = [("nsys-rep", ".nsys-rep"), ("nsys-sqlite", ".sqlite"), ("kineto", ".json.gz")]
 # Timeline samples whose SQLite export is stored gzip-compressed (generate.sh's SQLITE_GZ): size only.
 SQLITE_GZ = {"host_compute_bound", "pinned_unoverlapped_copies", "whole_process_launch_bound", "teardown_after_loop"}
@@ -296,7 +298,9 @@ def main() -> int:
     by_id = {}
     for sid, workload, bottleneck, verdict, desc, pname, prole in KERNEL_SAMPLES:
         by_id[sid] = (workload, bottleneck, verdict, desc)
-        add(f"ncu/{sid}.ncu-rep", "ncu-rep", workload, bottleneck, verdict, desc, _pair(pname, prole))
+        rep = f"ncu/{sid}.ncu-rep" + (".gz" if sid in NCU_GZ else "")
+        add(rep, "ncu-rep", workload, bottleneck, verdict, desc + (" gzip -9." if sid in NCU_GZ else ""),
+            _pair(pname, prole))
     for sid, pages in CSV_SAMPLES:
         workload, bottleneck, verdict, desc = by_id[sid]
         for page in pages:
