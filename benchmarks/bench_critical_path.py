@@ -106,13 +106,23 @@ def hta_side(path: Path, steps: list[int]) -> dict[str, Any] | None:
             if df is None:
                 out.append({"step": j, "ok": False, "error": err or "no path"})
                 continue
-            buckets = {b: float(df.loc[df.bound_by == b, "duration"].sum()) * 1e3 for b in BUCKETS}  # us -> ns
+            buckets = {
+                b: float(df.loc[df.bound_by == b, "duration"].sum()) * 1e3 for b in BUCKETS
+            }  # us -> ns
             on_gpu = df[(df.stream >= 0) & (df.type == "critical_path_operator")]
             corr = trace.loc[on_gpu.event_idx.astype(int), "correlation"].astype(int).tolist()
             gpu: dict[int, float] = {}
             for c, d in zip(corr, on_gpu.duration.tolist(), strict=True):
                 gpu[c] = gpu.get(c, 0.0) + d * 1e3
-            out.append({"step": j, "ok": True, "ns": float(df.duration.sum()) * 1e3, "buckets_ns": buckets, "gpu_ns": gpu})
+            out.append(
+                {
+                    "step": j,
+                    "ok": True,
+                    "ns": float(df.duration.sum()) * 1e3,
+                    "buckets_ns": buckets,
+                    "gpu_ns": gpu,
+                }
+            )
         return {"load_s": t1 - t0, "cp_s": cp_s, "steps": out}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -193,14 +203,19 @@ def main(argv: list[str] | None = None) -> int:
         *sorted((corpus / "kineto").glob("resnet50_num_workers_0*.json.gz")),
     ]
     rows = [compare(p) for p in traces]
-    print("| trace | steps | kprof load / cp | HTA load / cp | kprof shares % | HTA shares % | agreement | GPU items on both paths (kprof / HTA) | median path ms (kprof / HTA) |")
+    print(
+        "| trace | steps | kprof load / cp | HTA load / cp | kprof shares % | HTA shares % | agreement | GPU items on both paths (kprof / HTA) | median path ms (kprof / HTA) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "hta_shares" not in r:
             print(f"| {r['trace']} | {r['steps']} | {r['kprof_load_s']:.2f} s / {1e3 * r['kprof_cp_s']:.0f} ms | "
                   f"(HTA not installed) | {_pct(r['kprof_shares'])} | | | | {r['kprof_median_path_ms']:.3f} / |")  # fmt: skip
             continue
-        ov = " / ".join("-" if x is None else f"{100 * x:.0f}%" for x in (r["kprof_gpu_on_hta_path"], r["hta_gpu_on_kprof_path"]))
+        ov = " / ".join(
+            "-" if x is None else f"{100 * x:.0f}%"
+            for x in (r["kprof_gpu_on_hta_path"], r["hta_gpu_on_kprof_path"])
+        )
         hm = "-" if r["hta_median_path_ms"] is None else f"{r['hta_median_path_ms']:.3f}"
         ag = "-" if r["agreement"] is None else f"{r['agreement']:.2f}"
         fail = f" ({r['hta_failed_steps']} failed)" if r["hta_failed_steps"] else ""

@@ -29,6 +29,7 @@ warm-up and is left out.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -40,7 +41,17 @@ import numpy as np
 from kprof import thresholds as th
 from kprof.timeline_model import ApiCategory, Timeline, api_base_name
 
-KINDS: tuple[str, ...] = ("kernel", "copy", "memset", "graph", "gpu_gap", "launch", "sync", "host_api", "host")
+KINDS: tuple[str, ...] = (
+    "kernel",
+    "copy",
+    "memset",
+    "graph",
+    "gpu_gap",
+    "launch",
+    "sync",
+    "host_api",
+    "host",
+)
 """Segment kinds, GPU first. ``kernel``/``copy``/``memset``/``graph``: the GPU executing it; ``gpu_gap``:
 between two items of one stream; ``launch``: from the launch call's start to the item's start on an
 empty stream; ``sync``: from the GPU work's end to the return of the call that waited for it;
@@ -201,25 +212,36 @@ class CriticalPathSummary:
             "share_by_kind": {k: round(v, 4) for k, v in share.items() if v},
             "ns_by_kind": {k: v for k, v in self.ns_by_kind().items() if v},
             "host_ops": [{"name": n, "ns": t, "segments": c} for n, t, c in self.top(("host",))],
-            "host_scopes": [{"name": n, "ns": t, "segments": c} for n, t, c in self.top(("host",), by="scope")],
+            "host_scopes": [
+                {"name": n, "ns": t, "segments": c} for n, t, c in self.top(("host",), by="scope")
+            ],
             "syncs": [{"name": n, "ns": t, "segments": c} for n, t, c in self.top(("sync",))],
-            "kernels": [{"name": n, "ns": t, "segments": c} for n, t, c in self.top(("kernel", "copy", "memset"))],
+            "kernels": [
+                {"name": n, "ns": t, "segments": c} for n, t, c in self.top(("kernel", "copy", "memset"))
+            ],
             "notes": list(self.notes),
         }
 
     def to_text(self) -> str:
         if not self.paths:
-            return "critical path: no steps with GPU work" + (f" ({'; '.join(self.notes)})" if self.notes else "")
+            return "critical path: no steps with GPU work" + (
+                f" ({'; '.join(self.notes)})" if self.notes else ""
+            )
         med = self.median_step_ns() or 0.0
         share = self.share_by_kind()
-        parts = ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(share.items(), key=lambda kv: -kv[1]) if v >= 0.001)
-        lines = [f"critical path of {len(self.paths)} steps ({self.label}, median {med / 1e6:.3g} ms): {parts}"]
+        parts = ", ".join(
+            f"{k} {100 * v:.1f}%" for k, v in sorted(share.items(), key=lambda kv: -kv[1]) if v >= 0.001
+        )
+        lines = [
+            f"critical path of {len(self.paths)} steps ({self.label}, median {med / 1e6:.3g} ms): {parts}"
+        ]
         for title, kinds, by in (("host", ("host",), "name"), ("host, outermost", ("host",), "scope"),
                                  ("sync", ("sync",), "name"), ("GPU", _GPU_KINDS, "name")):  # fmt: skip
             top = self.top(kinds, 3, by=by)
             if top and self.total_ns:
                 lines.append(
-                    f"  {title}: " + "; ".join(f"{n} {100 * t / self.total_ns:.1f}% ({c}x)" for n, t, c in top)
+                    f"  {title}: "
+                    + "; ".join(f"{n} {100 * t / self.total_ns:.1f}% ({c}x)" for n, t, c in top)
                 )
         return "\n".join(lines)
 
@@ -278,7 +300,9 @@ def _item_name(tl: Timeline, kind: int, row: int) -> str:
     return "memset" if kind == 2 else "CUDA graph"
 
 
-def _owners(starts: np.ndarray, ends: np.ndarray, name_ids: np.ndarray) -> tuple[np.ndarray, ...]:
+def _owners(
+    starts: np.ndarray, ends: np.ndarray, name_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Elementary intervals of a thread's (nested) operators and ranges and, per interval, the name id
     of the innermost and of the outermost one covering it (-1: none).
 
@@ -327,7 +351,9 @@ def _build(tl: Timeline, exclude_ranges: set[tuple[int, int]]) -> _Index:
         if key not in names_cache:
             names_cache[key] = _item_name(tl, int(kind[j]), int(row[j]))
         names[j] = names_cache[key]
-    idx = _Index(start=start, end=end, kind=kind, table_row=row, prev=prev, launch=launch, names=names, corr=corr)
+    idx = _Index(
+        start=start, end=end, kind=kind, table_row=row, prev=prev, launch=launch, names=names, corr=corr
+    )
     # waiting calls: a GPU item ended while the call was in progress; the latest such item released it
     by_end = np.argsort(end, kind="stable")
     ends_sorted = end[by_end]
@@ -336,26 +362,16 @@ def _build(tl: Timeline, exclude_ranges: set[tuple[int, int]]) -> _Index:
         for t in np.unique(api.thread).tolist():
             rows = np.flatnonzero((api.thread == t) & waiting)
             if len(rows) and n:
-                j = np.searchsorted(ends_sorted, api.end_ns[rows], side="right") - 1
-                ok = j >= 0
-                rel = np.where(ok, by_end[np.maximum(j, 0)], -1)
-                ok &= ends_sorted[np.maximum(j, 0)] >= api.start_ns[rows]
+                pos = np.searchsorted(ends_sorted, api.end_ns[rows], side="right") - 1
+                ok = pos >= 0
+                rel = np.where(ok, by_end[np.maximum(pos, 0)], -1)
+                ok &= ends_sorted[np.maximum(pos, 0)] >= api.start_ns[rows]
                 rows, rel = rows[ok], rel[ok]
                 o = np.argsort(api.end_ns[rows], kind="stable")
                 idx.waits[t] = (api.end_ns[rows][o].astype(np.int64), rows[o], rel[o])
             # disjoint CUDA-call intervals of the thread
             sel = np.flatnonzero(api.thread == t)
-            s, e = api.start_ns[sel].astype(np.int64), api.end_ns[sel].astype(np.int64)
-            o = np.argsort(s, kind="stable")
-            s, e = s[o], e[o]
-            us, ue = [], []
-            for a, b in zip(s.tolist(), e.tolist(), strict=True):
-                if us and a <= ue[-1]:
-                    ue[-1] = max(ue[-1], b)
-                else:
-                    us.append(a)
-                    ue.append(b)
-            us_a, ue_a = np.array(us, np.int64), np.array(ue, np.int64)
+            us_a, ue_a = _merge(api.start_ns[sel], api.end_ns[sel])
             cum = np.concatenate([[0], np.cumsum(ue_a - us_a)[:-1]]) if len(us_a) else np.zeros(0, np.int64)
             idx.api_union[t] = (us_a, ue_a, cum.astype(np.int64))
     # host operators (PyTorch profiler) and NVTX / record_function ranges per thread, iterations left out
@@ -427,7 +443,9 @@ def _handoff(idx: _Index, thread: int, lo: int, t: int, min_ns: int) -> tuple[in
         for other, (os_, oe) in idx.activity.items():
             if other == thread:
                 continue
-            i = int(np.searchsorted(os_, wake, side="left")) - 1  # its last interval that started before the wake
+            i = (
+                int(np.searchsorted(os_, wake, side="left")) - 1
+            )  # its last interval that started before the wake
             if i < 0:
                 continue
             busy_until = min(int(oe[i]), wake)
@@ -492,7 +510,10 @@ def _host_segments(idx: _Index, thread: int, a: int, b: int) -> list[Segment]:
             out.append(Segment(start_ns=lo, end_ns=lo + in_api, kind="host_api", name=nm, scope=sc))
         if hi - lo - in_api > 0:
             out.append(Segment(start_ns=lo + in_api, end_ns=hi, kind="host", name=nm, scope=sc))
-    assert sum(s.duration_ns for s in out) == b - a and sum(s.duration_ns for s in out if s.kind == "host_api") == api_ns
+    assert (
+        sum(s.duration_ns for s in out) == b - a
+        and sum(s.duration_ns for s in out if s.kind == "host_api") == api_ns
+    )
     return out
 
 
@@ -508,8 +529,7 @@ def _walk(tl: Timeline, idx: _Index, lo: int, item: int, max_hops: int) -> list[
         hops += 1
         if gpu is not None:
             x = gpu
-            xs, xe = int(idx.start[x]), int(idx.end[x])
-            xs = min(xs, t)
+            xs = min(int(idx.start[x]), t)
             segs.append(Segment(start_ns=max(xs, lo), end_ns=t, kind=_GPU_KINDS[int(idx.kind[x])],
                                 name=idx.names[x], correlation=int(idx.corr[x])))  # fmt: skip
             if xs <= lo:
@@ -597,7 +617,9 @@ def critical_paths(tl: Timeline, *, max_steps: int | None = None) -> CriticalPat
 
     st = step_times(tl)
     if st.count < 2:
-        return CriticalPathSummary(label=st.label, paths=(), notes=("fewer than 2 iterations in the capture",))
+        return CriticalPathSummary(
+            label=st.label, paths=(), notes=("fewer than 2 iterations in the capture",)
+        )
     linked = np.flatnonzero(st.gpu_end_ns >= 0)
     if len(linked) < 2:
         return CriticalPathSummary(label=st.label, paths=(), notes=("no GPU work linked to the iterations",))
@@ -625,12 +647,16 @@ def critical_paths(tl: Timeline, *, max_steps: int | None = None) -> CriticalPat
             continue
         segs = _walk(tl, idx, lo, last, budget)
         assert segs[0].start_ns == lo and segs[-1].end_ns == hi
-        assert all(a.end_ns == b.start_ns for a, b in zip(segs, segs[1:], strict=False)), "segments must tile the step"
-        paths.append(CriticalPath(step=j, start_ns=lo, end_ns=hi, segments=tuple(s for s in segs if s.duration_ns > 0)))
+        assert all(a.end_ns == b.start_ns for a, b in itertools.pairwise(segs)), "segments must tile the step"
+        paths.append(
+            CriticalPath(step=j, start_ns=lo, end_ns=hi, segments=tuple(s for s in segs if s.duration_ns > 0))
+        )
     notes: list[str] = []
     if skipped:
         notes.append(f"{skipped} step(s) without linked GPU work left out")
-    return CriticalPathSummary(label=st.label, paths=tuple(paths), steps_skipped=max(skipped, 0), notes=tuple(notes))
+    return CriticalPathSummary(
+        label=st.label, paths=tuple(paths), steps_skipped=max(skipped, 0), notes=tuple(notes)
+    )
 
 
 def window_path(tl: Timeline, start_ns: int | None = None, end_ns: int | None = None) -> CriticalPathSummary:
@@ -657,8 +683,60 @@ def window_path(tl: Timeline, start_ns: int | None = None, end_ns: int | None = 
     last = int(ok[np.argmax(idx.end[ok])])
     segs = _walk(tl, idx, lo, last, 4 * (len(idx.start) + len(tl.api)) + 16)
     end = int(idx.end[last])
-    path = CriticalPath(step=-1, start_ns=lo, end_ns=end, segments=tuple(x for x in segs if x.duration_ns > 0))
+    path = CriticalPath(
+        step=-1, start_ns=lo, end_ns=end, segments=tuple(x for x in segs if x.duration_ns > 0)
+    )
     return CriticalPathSummary(label="window", paths=(path,))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3g}%"
+
+
+def path_sentence(summary: CriticalPathSummary, bottleneck: str) -> str | None:
+    """One sentence naming the operations on the critical path that a ``sync_bound`` or
+    ``host_compute_bound`` diagnosis is about, with their share of the step time; None otherwise.
+
+    Examples
+    --------
+    >>> path_sentence(CriticalPathSummary(label="", paths=()), "sync_bound") is None
+    True
+    """
+    if not summary.paths or not summary.total_ns:
+        return None
+    n = len(summary.paths)
+    med = (summary.median_step_ns() or 0.0) / 1e6
+    share = summary.share_by_kind()
+    head = f"On the critical path of the {n} steady steps (median {med:.3g} ms)"
+    if bottleneck == "sync_bound":
+        syncs = summary.top(("sync",), 2)
+        if not syncs:
+            return None
+        per_step = sum(c for _, _, c in summary.top(("sync",), 1000)) / n
+        gpu = sum(share[k] for k in _GPU_KINDS)
+        turnaround = share["sync"] + share["host"] + share["host_api"] + share["launch"]
+        host_ops = [x for x in summary.top(("host", "host_api"), 2) if x[0] != UNCOVERED]
+        ops = ", ".join(f"{nm} {_pct(ns / summary.total_ns)}" for nm, ns, _ in host_ops)
+        return (
+            f"{head}, the step waits for the GPU {per_step:.3g} times ({'; '.join(nm for nm, _, _ in syncs)}): GPU "
+            f"work holds {_pct(gpu)} of the step and the host's turnaround after each wait (waking, issuing the next "
+            f"work) {_pct(turnaround)}" + (f", mostly in {ops}." if ops else ".")
+        )
+    if bottleneck == "host_compute_bound":
+        scopes = [
+            x for x in summary.top(("host",), 3, by="scope")
+            if x[0] != UNCOVERED and x[1] >= th.MIN_FINDING_SHARE * summary.total_ns
+        ][:2]  # fmt: skip
+        host = share["host"]
+        if not scopes:
+            return (
+                f"{head}, host work outside CUDA calls holds {_pct(host)} of the step time; no host operator or "
+                "NVTX range covers it (an NVTX range around data loading and preprocessing, or a PyTorch profiler "
+                "trace, would name it)."
+            )
+        parts = ", ".join(f"{nm} {_pct(ns / summary.total_ns)}" for nm, ns, _ in scopes)
+        return f"{head}, host work outside CUDA calls holds {_pct(host)} of the step time: {parts}."
+    return None
 
 
 def agreement(a: dict[str, float], b: dict[str, float]) -> float:
@@ -677,11 +755,12 @@ def agreement(a: dict[str, float], b: dict[str, float]) -> float:
 __all__ = [
     "HTA_KIND",
     "KINDS",
+    "UNCOVERED",
     "CriticalPath",
     "CriticalPathSummary",
-    "UNCOVERED",
     "Segment",
     "agreement",
     "critical_paths",
+    "path_sentence",
     "window_path",
 ]

@@ -37,7 +37,9 @@ class Loop:
         self.steps: list[tuple[int, int, int]] = []  # start, end, thread
         self.corr = 0
 
-    def launch(self, at: int, run: tuple[int, int], *, thread: int = 0, stream: int = 7, name: str = "k") -> None:
+    def launch(
+        self, at: int, run: tuple[int, int], *, thread: int = 0, stream: int = 7, name: str = "k"
+    ) -> None:
         self.corr += 1
         self.api.append((at, at + 5 * US, thread, self.corr, "cudaLaunchKernel"))
         self.k.append((run[0], run[1], stream, self.corr, name))
@@ -165,7 +167,11 @@ def test_an_async_copy_waited_only_if_its_own_copy_finished_inside_it() -> None:
     tl = lp.timeline()
     waiting = _waiting_calls(tl)
     names = [tl.api.names[i] for i in tl.api.name_id]
-    got = {(int(tl.api.start_ns[i]) // US, names[i]): bool(waiting[i]) for i in range(len(names)) if tl.api.start_ns[i] < 180 * US}
+    got = {
+        (int(tl.api.start_ns[i]) // US, names[i]): bool(waiting[i])
+        for i in range(len(names))
+        if tl.api.start_ns[i] < 180 * US
+    }
     assert got == {(0, "cudaLaunchKernel"): False, (6, "cudaStreamSynchronize"): True,
                    (105, "cudaMemcpyAsync"): False, (140, "cudaMemcpyAsync"): True}  # fmt: skip
 
@@ -205,7 +211,7 @@ def test_agreement_is_one_minus_total_variation() -> None:
 
 
 # ----------------------------------------------------------------------------- samples
-TIMELINES = sorted([*SAMPLES.glob("timeline/*.sqlite"), *SAMPLES.glob("timeline/*.json.gz"),
+TIMELINES = sorted([*SAMPLES.glob("timeline/*.sqlite"), *SAMPLES.glob("timeline/*.sqlite.gz"), *SAMPLES.glob("timeline/*.json.gz"),
                     *SAMPLES.glob("multirank/*.sqlite"), *SAMPLES.glob("multirank/*.json.gz")])  # fmt: skip
 
 
@@ -236,7 +242,9 @@ def test_sample_paths_tile_the_steps_that_compare_measures(src: Path) -> None:
     ],
 )
 @pytest.mark.parametrize("ext", ["sqlite", "json.gz"])
-def test_sample_paths_say_what_limits_each_sample(name: str, kinds: tuple[str, ...], least: float, ext: str) -> None:
+def test_sample_paths_say_what_limits_each_sample(
+    name: str, kinds: tuple[str, ...], least: float, ext: str
+) -> None:
     src = SAMPLES / "timeline" / f"{name}.{ext}"
     if not src.is_file():
         pytest.skip(f"{src.name} not in data/samples")
@@ -257,7 +265,9 @@ def test_the_sync_bound_sample_path_passes_through_every_item_sync(ext: str) -> 
     if ext == "json.gz":  # the operator that blocked: .item() -> aten::_local_scalar_dense
         assert syncs[0][0] == "cudaStreamSynchronize in aten::_local_scalar_dense"
     share = s.share_by_kind()
-    assert share["kernel"] + share["copy"] < 0.8  # the GPU alone does not set the step: the host turnaround does
+    assert (
+        share["kernel"] + share["copy"] < 0.8
+    )  # the GPU alone does not set the step: the host turnaround does
 
 
 def test_the_dataloader_starved_corpus_trace_names_the_loader() -> None:
@@ -267,3 +277,23 @@ def test_the_dataloader_starved_corpus_trace_names_the_loader() -> None:
     s = critical_paths(kprof.load(src))
     scope, ns, _ = s.top(("host",), by="scope")[0]
     assert scope.startswith("enumerate(DataLoader)") and ns / s.total_ns > 0.15
+
+
+def test_path_sentences_name_the_syncs_and_the_host_work_on_the_path() -> None:
+    from kprof.diagnose.critical_path import path_sentence
+
+    sync = critical_paths(_sync_loop().timeline())
+    text = path_sentence(sync, "sync_bound")
+    assert text is not None
+    assert "waits for the GPU 1 times (cudaStreamSynchronize)" in text
+    assert "GPU work holds 55.6% of the step" in text  # 100 of 180 us
+    assert "turnaround after each wait (waking, issuing the next work) 44.4%" in text  # 4 + 66 + 10 us
+    hand = Loop()
+    for s in range(N_STEPS):
+        t0 = s * 4000 * US
+        hand.step(t0, t0 + 3500 * US)
+        hand.op(t0, t0 + 3000 * US, "enumerate(DataLoader)#__next__")
+        hand.launch(t0 + 3150 * US, (t0 + 3200 * US, t0 + 3300 * US), name="k")
+    text = path_sentence(critical_paths(hand.timeline()), "host_compute_bound")
+    assert text is not None and "enumerate(DataLoader)#__next__ 75%" in text  # 3 of 4 ms
+    assert path_sentence(sync, "gpu_bound") is None
