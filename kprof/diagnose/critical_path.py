@@ -3,10 +3,11 @@
 A step's time is set by one chain of dependencies, walked back from the end of its last GPU work:
 
 - a **GPU item** (kernel, copy, memset, graph) started when the later of two things released it:
-  the previous item on its stream ended (the GPU's own queue), or its launch call started on the
-  host (found through its correlation id). The time between is ``gpu_gap`` (queue turnaround) or
-  ``launch`` (the stream was empty: launch latency), and the walk goes on from that item or that
-  call.
+  the previous item on its stream ended (the GPU's own queue), or its launch call (found through its
+  correlation id) started on the host plus the capture's launch latency (measured on the items
+  launched onto an idle stream, :data:`~kprof.thresholds.LAUNCH_LATENCY_PERCENTILE`). The time
+  between is ``gpu_gap`` (queue turnaround) or ``launch`` (from the call's start), and the walk goes
+  on from that item or that call.
 - on the **host**, the thread's time runs back to the last call on it that waited for the GPU: a
   synchronizing call, or a blocking copy, during which some GPU work ended. That work released the
   call: the time from its end to the call's return is ``sync`` (the host waking up), and the walk goes
@@ -262,6 +263,7 @@ class _Index:
     """Previous item on the same (device, stream) in start order, -1 for the first."""
     launch: np.ndarray
     """API row of the launch call (by correlation), -1 when not found."""
+    launch_latency_ns: int
     names: list[str]
     corr: np.ndarray
     # per host thread: waiting calls sorted by end, with the GPU item that released each
@@ -325,6 +327,25 @@ def _owners(
     return bounds, inner, outer
 
 
+def _launch_latency(
+    start: np.ndarray, end: np.ndarray, prev: np.ndarray, launch: np.ndarray, call_start: np.ndarray
+) -> int:
+    """The capture's launch latency: from a launch call's start to its item's start, for items launched onto
+    an idle stream (nothing before them on it, or the item before ended before the call), at
+    LAUNCH_LATENCY_PERCENTILE; 0 with fewer than LAUNCH_LATENCY_MIN_SAMPLES such launches."""
+    has = launch >= 0
+    if not has.any():
+        return 0
+    ls = call_start[launch[has]].astype(np.int64)
+    pe = np.where(prev[has] >= 0, end[np.maximum(prev[has], 0)], np.iinfo(np.int64).min)
+    idle = pe < ls
+    lat = (start[has] - ls)[idle]
+    lat = lat[lat >= 0]
+    if len(lat) < th.LAUNCH_LATENCY_MIN_SAMPLES:
+        return 0
+    return int(np.percentile(lat, th.LAUNCH_LATENCY_PERCENTILE))
+
+
 def _build(tl: Timeline, exclude_ranges: set[tuple[int, int]]) -> _Index:
     start, end, dev, stream, corr, kind, row = _gpu_items(tl)
     n = len(start)
@@ -351,9 +372,8 @@ def _build(tl: Timeline, exclude_ranges: set[tuple[int, int]]) -> _Index:
         if key not in names_cache:
             names_cache[key] = _item_name(tl, int(kind[j]), int(row[j]))
         names[j] = names_cache[key]
-    idx = _Index(
-        start=start, end=end, kind=kind, table_row=row, prev=prev, launch=launch, names=names, corr=corr
-    )
+    idx = _Index(start=start, end=end, kind=kind, table_row=row, prev=prev, launch=launch,
+                 launch_latency_ns=_launch_latency(start, end, prev, launch, api.start_ns), names=names, corr=corr)  # fmt: skip
     # waiting calls: a GPU item ended while the call was in progress; the latest such item released it
     by_end = np.argsort(end, kind="stable")
     ends_sorted = end[by_end]
@@ -538,7 +558,9 @@ def _walk(tl: Timeline, idx: _Index, lo: int, item: int, max_hops: int) -> list[
             lr = int(idx.launch[x])
             rel_stream = min(int(idx.end[p]), xs) if p >= 0 else None
             rel_launch = min(int(api.start_ns[lr]), xs) if lr >= 0 else None
-            if rel_stream is not None and (rel_launch is None or rel_stream >= rel_launch):
+            # the item could not start before its launch call plus the capture's launch latency
+            ready = min(rel_launch + idx.launch_latency_ns, xs) if rel_launch is not None else None
+            if rel_stream is not None and (ready is None or rel_stream >= ready):
                 if xs > rel_stream:
                     segs.append(Segment(start_ns=max(rel_stream, lo), end_ns=xs, kind="gpu_gap"))
                 gpu, t = p, rel_stream

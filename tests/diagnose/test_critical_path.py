@@ -297,3 +297,21 @@ def test_path_sentences_name_the_syncs_and_the_host_work_on_the_path() -> None:
     text = path_sentence(critical_paths(hand.timeline()), "host_compute_bound")
     assert text is not None and "enumerate(DataLoader)#__next__ 75%" in text  # 3 of 4 ms
     assert path_sentence(sync, "gpu_bound") is None
+
+
+def test_a_kernel_held_by_its_launch_latency_puts_the_host_on_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Launches every 10 us, each kernel starting 6 us after its call: after a 9-us kernel the next launch
+    was issued while that kernel still ran (HTA's rule would call it kernel-kernel), yet it could not start
+    before its call plus the capture's 6-us launch latency: the host's pace sets the step."""
+    lp = Loop()
+    for s in range(N_STEPS):
+        t0 = s * 100 * US
+        lp.step(t0, t0 + 99 * US)
+        for j in range(10):
+            at = t0 + 10 * j * US
+            lp.launch(at, (at + 6 * US, at + 6 * US + (9 if j % 2 == 0 else 2) * US))
+    tl = lp.timeline()
+    share = critical_paths(tl).share_by_kind()
+    assert share["host"] + share["host_api"] + share["launch"] > 0.9, share
+    monkeypatch.setattr(th, "LAUNCH_LATENCY_MIN_SAMPLES", 10**9)  # no latency: the launch call's start alone
+    assert critical_paths(tl).share_by_kind()["gpu_gap"] > 0, "the rule is what moved the path to the host"
