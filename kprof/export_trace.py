@@ -778,6 +778,8 @@ def cli(args: argparse.Namespace) -> int:
         + ". Open it in ui.perfetto.dev or chrome://tracing.",
         file=sys.stdout,
     )
+    if info.critical_path is not None:
+        print(info.critical_path.to_text(), file=sys.stdout)
     return 0
 
 
