@@ -5,35 +5,47 @@
 
 How it decides (every threshold is in :mod:`kprof.thresholds`, each with its source):
 
-1. **Steady state.** Start-up (the first iteration, lazy module loading, context and
-   library handle creation) is told apart from the steady state: with >= 3 iterations
-   (profiler steps, or top-level NVTX ranges that repeat under one name once digits are
-   ignored) the first is left out; without iterations the steady state begins after the
-   last start-up API call (module/library loading, context creation) issued before the
-   bulk of the GPU work.
+1. **The steady state leads.** One-time work is told apart from the steady state. With >= 3
+   iterations (profiler steps, or top-level NVTX ranges that repeat under one name once digits
+   are ignored; a communication library's own ranges, NCCL's or MPI's, never count) the steady
+   state runs from the end of the first iteration to when the GPU finishes the last one's work.
+   Without iterations it begins at the first call that gives the GPU work after the last
+   start-up (module and library loading, the first call that created the context, run-time
+   compilation and autotuning ranges: :mod:`kprof.diagnose.phases`) issued before the bulk of
+   the GPU work, and ends where teardown begins (unloads, context destruction and free storms
+   after the last GPU work). When the steady state is repeated work (iterations, or a run of the
+   same kernels: :func:`kprof.diagnose.phases.repeats`) its verdict comes first and start-up and
+   teardown are findings with their share of the capture; ``startup_bound`` leads only when
+   nothing after start-up repeats and one-time work holds more than half of the capture.
 2. **GPU-busy time.** The union of kernel, copy, memset and CUDA-graph intervals on the
    busiest GPU, against the steady state's wall time.
-3. **Transfers.** Copy time not overlapped by compute that is more than half of the busy
-   time makes the capture ``transfer_bound``.
-4. **GPU-bound.** At >= 80% busy the time is in the kernels: ``gpu_bound``, with the
-   kernels ranked by their share of GPU time and the exact ``ncu`` command for each.
-5. **Gap attribution.** Otherwise every idle gap is attributed to a cause from the
-   mechanism, never from names of files or kernels: the GPU work that ends the gap is
-   traced to its launch call through its correlation id. If that work was already queued
-   when the GPU went idle, the GPU was waiting on a device-side dependency. If the host
-   was blocked in a synchronizing call when the GPU went idle, the queue had drained
-   behind a sync (``sync_bound``), or behind a blocking copy whose own transfer took most
-   of the call (``transfer_bound``). If start-up calls fill the gap, ``startup_bound``.
-   Otherwise the host was busy issuing work (Python, framework dispatch, launch calls)
-   and the GPU ran out of it: ``host_launch_bound``. The cause explaining the most idle
-   time wins; the others become findings ranked by their share. Work of zero length
-   (start == end) ends no gap: the gap runs on to the next work that takes time.
+3. **Gap attribution.** Every idle gap is attributed to a cause from the mechanism, never
+   from names of files or kernels: the GPU work that ends the gap is traced to its launch
+   call through its correlation id. If that work was already queued when the GPU went idle,
+   the GPU was waiting on a device-side dependency. If start-up calls or compilation ranges
+   fill most of the gap, it is start-up work. If most of the gap lies in stretches of >= 1 ms
+   in which the launching threads made no CUDA call, the host was computing something else
+   (``host_compute_bound``: data loading, preprocessing, Python logic, communication). Else, if
+   the host was blocked in a synchronizing call when the GPU went idle, the queue had drained
+   behind a sync (``sync_bound``), or behind a blocking copy whose own transfer took most of
+   the call (``transfer_bound``); otherwise the host was busy issuing work (Python, framework
+   dispatch, launch calls) and the GPU ran out of it: ``host_launch_bound``. Work of zero
+   length (start == end) ends no gap: the gap runs on to the next work that takes time.
+4. **Shares decide.** Each cause holds a share of the steady state's wall time (transfers:
+   copy time not overlapped by compute plus idle behind blocking copies). The kernels lead
+   (``gpu_bound``, with the kernels ranked by their share of GPU time and the exact ``ncu``
+   command for each) at >= 80% busy, or when they hold more than half of the wall and twice
+   the largest cause; otherwise the largest cause leads. The others become findings with
+   their share of the steady state's wall time (>= 5%), never the primary's id again.
 
-Where the mechanism predicts a number, ``expect`` gives it as the target: the GPU-busy
-fraction and wall time with the diagnosed cause's idle time removed (host-caused idle for
-``host_launch_bound``, idle after syncs for ``sync_bound``, exposed copy time and waits in
-copies for ``transfer_bound``). A ``gpu_bound`` capture gets directions only: how much a
-kernel fix saves is the kernel diagnosis's to say.
+Where the mechanism predicts a number, ``expect`` gives it as the target, bounded by the time
+its cause holds: the GPU-busy fraction and wall time with the diagnosed cause's idle time
+removed (host-caused idle for ``host_launch_bound``, idle without CUDA calls for
+``host_compute_bound``, idle after syncs for ``sync_bound``). For ``transfer_bound`` the copies
+cannot move faster than the host link's peak rate: pinning and overlapping can hide them only
+behind the compute there is, and when that is too little the fix leads with keeping the data on
+the GPU. Expectations that cannot move (pageable bytes already 0) are left out. A ``gpu_bound``
+capture gets directions only: how much a kernel fix saves is the kernel diagnosis's to say.
 
 Memory. The tables are walked in start order a chunk of :data:`CHUNK_ROWS` rows at a time
 (merging kernels, copies, memsets and graphs on the fly; sorting an index only for a table
@@ -59,6 +71,7 @@ on the steady state, so that ``compare`` can look them up in the *after* capture
 ``copy_ns``               union of copy time on the busiest GPU
 ``exposed_copy_ns``       copy time not overlapped by compute
 ``pageable_copy_bytes``   bytes copied to or from pageable host memory
+``host_compute_idle_ns``  GPU idle time while the host made no CUDA call (>= 1 ms stretches)
 ========================  =====================================================
 """
 
@@ -756,10 +769,14 @@ def _context(tl: Timeline) -> _Context:
         # call that is not itself start-up, not a launch, issued before any GPU work), it created
         # the context: start-up work.
         first = _first_row(api.start_ns, startup_mask, invert=True)
-        if first >= 0 and cat[first] != ApiCategory.LAUNCH and int(api.start_ns[first]) <= gpu.lo:
-            if _created_context(tl, first):
-                startup_mask[first] = True
-                first_call_ns = int(api.end_ns[first] - api.start_ns[first])
+        if (
+            first >= 0
+            and cat[first] != ApiCategory.LAUNCH
+            and int(api.start_ns[first]) <= gpu.lo
+            and _created_context(tl, first)
+        ):
+            startup_mask[first] = True
+            first_call_ns = int(api.end_ns[first] - api.start_ns[first])
     startup_api = iv.union(api.start_ns[startup_mask], api.end_ns[startup_mask])
     jit = _jit_ranges(tl)
     startup_calls = iv.union_many(startup_api, jit) if len(jit[0]) else startup_api
@@ -1113,6 +1130,8 @@ GAP_CAUSES: tuple[str, ...] = _CAUSES
 """The causes :func:`gap_causes` gives an idle gap, as the diagnosis attributes them:
 
 - ``host``: the host was still issuing work when the GPU ran out of it (``host_launch_bound``);
+- ``host_compute``: most of the gap lies in stretches of >= 1 ms in which the launching threads made no
+  CUDA call: the host computed something else (``host_compute_bound``);
 - ``sync``: the queue had drained behind a blocking call (``sync_bound``);
 - ``copy``: the host was blocked in a copy whose own transfer took most of the call (``transfer_bound``);
 - ``startup``: one-time start-up calls (module loading, context creation) fill the gap (``startup_bound``);
@@ -1519,7 +1538,12 @@ def _one_time_findings(ctx: _Context) -> list[Finding]:
         return []
     out: list[Finding] = []
     startup = max(0, ctx.steady_lo - ctx.capture_lo)
-    if startup / wall >= th.MIN_FINDING_SHARE:
+    # with iterations, start-up holds the first one; it is worth a finding only when it took longer than a
+    # typical iteration by a share that matters (a capture of the steady state alone starts with an
+    # ordinary warm-up step)
+    periods = _step_times(ctx)
+    typical = float(np.median(periods)) if periods is not None and len(periods) else 0.0
+    if (startup - typical) / wall >= th.MIN_FINDING_SHARE:
         parts = _startup_parts(ctx)
         out.append(
             Finding(
@@ -1972,7 +1996,7 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
     if only_keep:
         fix = (
             f"Keep the data on the GPU across iterations (allocate it there, or copy it once before the loop): only "
-            f"that reaches {_ms(keep_wall)} per steady state. The link needs at least {_ms(floor_ns)} for these "
+            f"that brings the {_ms(w.wall_ns)} steady state down to {_ms(keep_wall)}. The link needs at least {_ms(floor_ns)} for these "
             f"bytes and there is {_ms(w.compute_ns)} of compute to hide it behind, so the alternative, to "
             f"{overlap_fix}, reaches {_ms(overlap_wall)} at best."
         )

@@ -192,7 +192,7 @@ def test_teardown_is_one_time_work_not_a_sync() -> None:
 
 def test_teardown_ends_a_loop_without_start_up_too() -> None:
     b = Builder()
-    for i in range(300):
+    for _ in range(300):
         launch_bound_iteration(b, first=False)
     teardown(b)
     d = diagnose_timeline(b.build())[0]
@@ -332,10 +332,10 @@ def test_timeline_repr_gives_gpu_busy_per_gpu() -> None:
     from kprof.html.profiles import render_timeline_text, timeline_summary
 
     b = Builder()
-    for i in range(10):
+    for _ in range(10):
         b.launch(KERNELS[0], 1 * MS, device=0)
         b.host(9 * MS)
-    for i in range(10):
+    for _ in range(10):
         b.launch(KERNELS[0], 1 * MS, device=1)
         b.host(9 * MS)
     tl = b.build()
@@ -361,7 +361,7 @@ def test_jit_names() -> None:
 def test_jit_compile_ranges_are_start_up() -> None:
     b = Builder()
     b.host(2_000 * MS, nvtx="FusionExecutor::compileFusion")  # nvFuser compiles before the first launch
-    for i in range(300):
+    for _ in range(300):
         launch_bound_iteration(b)
     tl = b.build()
     d = diagnose_timeline(tl)[0]
@@ -400,7 +400,7 @@ def test_an_ordinary_first_call_of_a_capture_range_is_not_context_creation() -> 
 
 def test_kernels_holding_73_percent_make_it_gpu_bound_despite_23_percent_host_gaps() -> None:
     b = Builder()
-    for i in range(20):
+    for _ in range(20):
         b.host(int(2.3 * MS))  # host-only (no CUDA call)
         for _ in range(73):
             b.launch(KERNELS[0], 100 * US, call=1 * US)
@@ -416,7 +416,7 @@ def test_kernels_holding_73_percent_make_it_gpu_bound_despite_23_percent_host_ga
 
 def test_copies_at_7_percent_of_a_host_bound_loop_are_not_transfer_bound() -> None:
     b = Builder()
-    for i in range(50):
+    for _ in range(50):
         launch_bound_iteration(b)  # 260 us of launches
         b.copy(1 << 20, 21 * US, host_kind=0)  # ~7.4% of the step in a pageable copy
     tl = b.build()
