@@ -88,6 +88,12 @@ KERNEL_SAMPLES = [
      "the column store conflict-free (~1.1 wavefronts per store) and the kernel ~1.7x faster; what remains "
      "is latency (one 4-byte load per thread in flight, ~21% of peak DRAM), not bank conflicts.",
      "pair_smem_column_sum", "after"),
+    ("long_kernel_one_line", f"{K}/long_kernel_one_line.py", "uncoalesced_global_access", "fix",
+     "CuPy kernel fused_epilogue (56 lines: six global loads, three global stores, a GELU, a shuffle + shared-memory block "
+     "reduction) over a 4096x4096 float matrix; its one problem sits on ONE line: the positional table is "
+     "stored transposed and read as pos_t[col * rows + row] (long_kernel_one_line.cu:22), so neighbouring "
+     "lanes are 16 KB apart and that load needs 32 sectors per request where the other 4-byte loads need 4. "
+     "For issue 14 (the source line of a mechanism).", None, None),
 ]
 
 # (sample, pages kept). generate.sh exports both pages of both samples; the raw page of

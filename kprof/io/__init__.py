@@ -10,11 +10,15 @@ into one too, so a bad file never surfaces as a traceback or an "internal error"
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
+import shutil
 import sqlite3
 import struct
+import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +30,11 @@ if TYPE_CHECKING:
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
+NCU_MAGIC = b"NVR\x00"
+
+GZIPPED_SUFFIXES = {".ncu-rep.gz": "ncu-rep", ".sqlite.gz": "nsys-sqlite", ".csv.gz": "ncu-csv"}
+"""gzip-compressed profiles read transparently (an ``.ncu-rep`` compresses about 7x): the
+content is decompressed into a private temporary file, never beside the user's file."""
 
 
 def check_readable_file(path: str | os.PathLike[str]) -> Path:
@@ -75,6 +84,11 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     head = _head(p)
     if name.endswith(".nsys-rep") or name.endswith(".qdrep"):
         return "nsys-rep"
+    for suffix, fmt in GZIPPED_SUFFIXES.items():
+        if name.endswith(suffix):
+            if not head.startswith(GZIP_MAGIC):
+                raise KprofInputError(p, "has a .gz name but is not gzip-compressed")
+            return fmt
     if name.endswith(".ncu-rep"):
         return "ncu-rep"
     if name.endswith((".sqlite", ".sqlite3", ".db")):
@@ -103,7 +117,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     raise KprofInputError(
         p,
         "unrecognised file type (kprof reads .nsys-rep, nsys .sqlite exports, PyTorch profiler "
-        ".json/.json.gz traces, .ncu-rep reports and ncu --csv exports)",
+        ".json/.json.gz traces, .ncu-rep reports and ncu --csv exports; .ncu-rep, .sqlite and .csv "
+        "also gzip-compressed as .gz)",
     )
 
 
@@ -136,6 +151,12 @@ def load(path: str | os.PathLike[str]) -> Timeline | KernelProfile:
     """
     fmt = detect_format(path)
     try:
+        if fmt != "kineto" and is_gzipped_name(path):
+            with decompressed(path) as inner:
+                try:
+                    return _with_source(_load(inner, fmt), os.fspath(path))
+                except KprofInputError as exc:
+                    raise KprofInputError(path, f"(decompressed) {exc.reason}") from exc
         return _load(path, fmt)
     except _MALFORMED_DATA as exc:
         what = " ".join(str(exc).split()) or "no details"
@@ -151,6 +172,58 @@ _FORMAT_NAMES = {
     "ncu-rep": "Nsight Compute report",
     "ncu-csv": "ncu CSV export",
 }
+
+
+def is_gzipped_name(path: str | os.PathLike[str]) -> bool:
+    """True for the gzip-compressed profile names kprof reads (:data:`GZIPPED_SUFFIXES`)."""
+    return os.fspath(path).lower().endswith(tuple(GZIPPED_SUFFIXES))
+
+
+@contextlib.contextmanager
+def decompressed(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Decompress a gzip'd profile into a private temporary folder; yield the inner file's path.
+
+    The inner file keeps the name without ``.gz`` (so its extension still names its format) and is
+    removed, with its folder, on exit. The user's file is only read.
+
+    Raises
+    ------
+    KprofInputError
+        The gzip data is corrupt or cut short (naming ``path``), or the temporary folder cannot be
+        written (naming that folder: free space on it, or set ``TMPDIR``).
+    """
+    p = Path(path)
+    inner_name = p.name[: -len(".gz")]
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="kprof-gunzip-"))
+    except OSError as exc:
+        raise KprofInputError(
+            tempfile.gettempdir(), f"cannot create a temporary folder: {exc.strerror}"
+        ) from exc
+    try:
+        inner = folder / inner_name
+        try:
+            with gzip.open(p, "rb") as src, open(inner, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise KprofInputError(p, f"corrupt or truncated gzip data: {exc}") from exc
+        except OSError as exc:
+            if exc.filename and os.fspath(exc.filename) == os.fspath(inner):
+                raise KprofInputError(
+                    folder, f"cannot write the decompressed copy of {p.name}: {exc.strerror}"
+                ) from exc
+            raise KprofInputError(p, f"cannot read: {exc.strerror or exc}") from exc
+        if inner.stat().st_size == 0:
+            raise KprofInputError(p, "decompresses to an empty file")
+        yield inner
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _with_source(prof: Timeline | KernelProfile, source: str) -> Timeline | KernelProfile:
+    import dataclasses
+
+    return dataclasses.replace(prof, source=source)
 
 
 def _load(path: str | os.PathLike[str], fmt: str) -> Timeline | KernelProfile:

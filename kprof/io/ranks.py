@@ -261,6 +261,14 @@ def read_rank_info(path: str | os.PathLike[str]) -> RankInfo:
         p = cached
         fmt = "nsys-sqlite"
     if fmt == "nsys-sqlite":
+        from kprof.io import decompressed, is_gzipped_name
+
+        if is_gzipped_name(p):
+            try:
+                with decompressed(p) as inner:
+                    return rank_from_environment(_env_from_nsys(inner))
+            except KprofError:
+                return RankInfo()
         return rank_from_environment(_env_from_nsys(p))
     return RankInfo()
 

@@ -1,0 +1,90 @@
+"""gzip-compressed profiles (.ncu-rep.gz, .sqlite.gz, .csv.gz) load like the plain files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import kprof
+from kprof.errors import KprofInputError
+from kprof.io import detect_format, load
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+
+
+def _gz(src: Path, dst: Path) -> Path:
+    dst.write_bytes(gzip.compress(src.read_bytes()))
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("sample", "fmt"),
+    [
+        ("timeline/sync_bound.sqlite", "nsys-sqlite"),
+        ("ncu/uncoalesced_global_access.raw.csv", "ncu-csv"),
+    ],
+)
+def test_gzipped_file_diagnoses_like_the_plain_one(tmp_path: Path, sample: str, fmt: str) -> None:
+    plain = SAMPLES / sample
+    gz = _gz(plain, tmp_path / (plain.name + ".gz"))
+    assert detect_format(gz) == fmt
+    a = [d.to_dict() for d in kprof.diagnose(plain)]
+    b = [d.to_dict() for d in kprof.diagnose(gz)]
+    assert [x.pop("file") for x in b] == [str(gz)] * len(b)
+    for x in a:
+        x.pop("file")
+    # Only the file's own path or name may differ (the subject of a capture is its file name).
+    assert json.dumps(a).replace(str(plain), "P").replace(plain.name, "N") == json.dumps(b).replace(
+        str(gz), "P"
+    ).replace(gz.name, "N")
+    assert load(gz).source == str(gz)
+
+
+def test_gzipped_ncu_report_loads_with_its_own_name(tmp_path: Path) -> None:
+    pytest.importorskip("ncu_report")
+    plain = SAMPLES / "ncu" / "small_grid.ncu-rep"
+    gz = _gz(plain, tmp_path / "small_grid.ncu-rep.gz")
+    prof = load(gz)
+    assert prof.source == str(gz)
+    assert [d.bottleneck for d in kprof.diagnose(gz)] == [d.bottleneck for d in kprof.diagnose(plain)]
+
+
+def test_no_temporary_copy_is_left_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    gz = _gz(SAMPLES / "timeline" / "gpu_bound.sqlite", tmp_path / "g.sqlite.gz")
+    before = gz.read_bytes()
+    load(gz)
+    assert list(scratch.iterdir()) == []
+    assert gz.read_bytes() == before  # never written
+
+
+def test_truncated_gzip_names_the_file(tmp_path: Path) -> None:
+    data = gzip.compress((SAMPLES / "timeline" / "gpu_bound.sqlite").read_bytes())
+    bad = tmp_path / "cut.sqlite.gz"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(KprofInputError) as exc:
+        load(bad)
+    assert str(exc.value).startswith(str(bad))
+    assert "gzip" in str(exc.value)
+
+
+def test_gz_name_without_gzip_content(tmp_path: Path) -> None:
+    bad = tmp_path / "x.ncu-rep.gz"
+    bad.write_bytes(b"NVR\x00 not gzip at all")
+    with pytest.raises(KprofInputError, match="not gzip-compressed"):
+        detect_format(bad)
+
+
+def test_gzipped_garbage_is_an_input_error_for_the_gz_path(tmp_path: Path) -> None:
+    bad = tmp_path / "x.sqlite.gz"
+    bad.write_bytes(gzip.compress(b"this is not sqlite" * 10))
+    with pytest.raises(KprofInputError) as exc:
+        load(bad)
+    assert os.fspath(bad) in str(exc.value)
