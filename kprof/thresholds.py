@@ -91,7 +91,7 @@ MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""
 
-HOST_LINK_PEAK_BYTES_PER_S: tuple[tuple[str, float], ...] = (
+HOST_LINK_PEAK_BYTES_PER_S = (
     ("GH200", 450e9),
     ("GB200", 450e9),
     ("B200", 63.0e9),

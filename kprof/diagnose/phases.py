@@ -104,7 +104,7 @@ def jit_mask(names: tuple[str, ...] | list[str], name_id: np.ndarray) -> np.ndar
     return lut[name_id] if len(name_id) else np.zeros(0, bool)
 
 
-def repeats(labels: Iterable[np.ndarray], count: int) -> tuple[bool, float]:
+def repeats(labels: Iterable[np.ndarray], count: int, min_share: float) -> tuple[bool, float]:
     """Whether a stream of GPU-work labels (kernel names, graph ids, copy directions) is a run of the same work.
 
     ``labels`` yields the labels of the work in start order, a chunk at a time, ``count`` labels
@@ -115,13 +115,13 @@ def repeats(labels: Iterable[np.ndarray], count: int) -> tuple[bool, float]:
     in its first and last thirds. Returns ``(repeated, share)``: share is the fraction of the
     launches whose label occurs in every third, and ``repeated`` needs at least
     :data:`~kprof.thresholds.MIN_ITERATIONS_FOR_WARMUP_DROP` launches and a share of at least
-    :data:`~kprof.thresholds.REPEATED_WORK_SHARE`.
+    ``min_share`` (the timeline rule passes :data:`~kprof.thresholds.REPEATED_WORK_SHARE`).
 
     Examples
     --------
-    >>> repeats([np.array([1, 2, 3] * 4)], 12)
+    >>> repeats([np.array([1, 2, 3] * 4)], 12, 0.75)
     (True, 1.0)
-    >>> repeats([np.array([1, 2, 3, 4, 5, 6])], 6)
+    >>> repeats([np.array([1, 2, 3, 4, 5, 6])], 6, 0.75)
     (False, 0.0)
     """
     if count < th.MIN_ITERATIONS_FOR_WARMUP_DROP:
@@ -145,7 +145,7 @@ def repeats(labels: Iterable[np.ndarray], count: int) -> tuple[bool, float]:
     if not total or not common:
         return False, 0.0
     share = round(sum(d[x] for d in per_third for x in common) / total, 6)
-    return share >= th.REPEATED_WORK_SHARE, share
+    return share >= min_share, share
 
 
 __all__ = ["JIT_NAME", "is_jit_name", "is_teardown_api", "jit_mask", "repeats", "teardown_mask"]

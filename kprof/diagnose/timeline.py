@@ -688,7 +688,7 @@ def _repeated_work(tl: Timeline, device: int, lo: int, hi: int) -> tuple[bool, f
             )
         )
     count = sum(p.count for p in parts)
-    return phases.repeats((ch[2] for ch in _merged(parts)), count)
+    return phases.repeats((ch[2] for ch in _merged(parts)), count, th.REPEATED_WORK_SHARE)
 
 
 def _created_context(tl: Timeline, row: int) -> bool:
@@ -1944,16 +1944,15 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             metric="exposed_copy_ns",
         ),
     ]
+    pageable_ev: Evidence | None = None
     if w.pageable_bytes:
-        evidence.append(
-            Evidence(
-                name="bytes through pageable host memory",
-                value=w.pageable_bytes,
-                unit="B",
-                reference=f"{_pct(pageable_share)} of copy time is pageable; pinned memory copies at full link "
-                "speed and can overlap",
-                metric="pageable_copy_bytes",
-            )
+        pageable_ev = Evidence(
+            name="bytes through pageable host memory",
+            value=w.pageable_bytes,
+            unit="B",
+            reference=f"{_pct(pageable_share)} of copy time is pageable; pinned memory copies at full link "
+            "speed and can overlap",
+            metric="pageable_copy_bytes",
         )
     bw = w.copy_bytes / max(w.copy_ns, 1)  # bytes per ns = GB/s
     # What each fix can reach. Removing the copies (keeping the data on the GPU) removes all the
@@ -1962,21 +1961,25 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
     keep_wall = max(w.busy_ns - w.exposed_copy_ns, w.wall_ns - int(explained))
     link = _link_peak(ctx)
     floor_ns = 0
+    floor_ev: Evidence | None = None
     if link is not None:
         floor_ns = int(max(w.h2d_bytes, w.d2h_bytes) / link[0] * 1e9)
-        evidence.append(
-            Evidence(
-                name="host-link floor of these copies",
-                value=round(floor_ns / 1e6, 4),
-                unit="ms",
-                reference=f"{_bytes(max(w.h2d_bytes, w.d2h_bytes))} one way at {link[0] / 1e9:.3g} GB/s, the "
-                f"{link[1]}'s peak host-link rate per direction; compute to hide it behind: {_ms(w.compute_ns)}",
-                reference_value=round(w.compute_ns / 1e6, 4),
-            )
+        floor_ev = Evidence(
+            name="host-link floor of these copies",
+            value=round(floor_ns / 1e6, 4),
+            unit="ms",
+            reference=f"{_bytes(max(w.h2d_bytes, w.d2h_bytes))} one way at {link[0] / 1e9:.3g} GB/s, the "
+            f"{link[1]}'s peak host-link rate per direction; compute to hide it behind: {_ms(w.compute_ns)}",
+            reference_value=round(w.compute_ns / 1e6, 4),
         )
     hidden_left = max(0, floor_ns - w.compute_ns)
     overlap_wall = keep_wall + hidden_left
     only_keep = link is not None and hidden_left > 0
+    # three pieces of evidence: the exposed copies, what bounds the fix (the link when only keeping the
+    # data on the GPU reaches the target, else the pageable bytes), and the GPU-busy fraction
+    second = (floor_ev or pageable_ev) if only_keep else (pageable_ev or floor_ev)
+    if second is not None:
+        evidence.append(second)
     evidence.append(_busy_evidence(w))
     headline = (
         f"Transfer-bound: copies take {_ms(w.copy_ns)} of the {_ms(w.wall_ns)} steady state "
@@ -2053,7 +2056,7 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
         bottleneck=Bottleneck.TRANSFER_BOUND,
         verdict=Verdict.FIX,
         headline=headline,
-        evidence=tuple(evidence[:3]),
+        evidence=tuple(evidence),
         mechanism="Copies between host and GPU run on the copy engines over the host link, no faster than its peak "
         "rate"
         + (

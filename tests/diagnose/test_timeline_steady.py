@@ -85,11 +85,12 @@ def test_startup_leads_only_when_nothing_after_it_repeats() -> None:
 
 def test_repeats_tells_a_loop_from_one_pass() -> None:
     loop = np.tile(np.arange(7), 3)
-    assert repeats([loop[:5], loop[5:]], len(loop)) == (True, 1.0)  # chunking does not matter
-    assert repeats([np.arange(30)], 30)[0] is False
+    share = th.REPEATED_WORK_SHARE
+    assert repeats([loop[:5], loop[5:]], len(loop), share) == (True, 1.0)  # chunking does not matter
+    assert repeats([np.arange(30)], 30, share)[0] is False
     # two passes (a warm-up and one measured pass) are not a loop either
-    assert repeats([np.tile(np.arange(10), 2)], 20)[0] is False
-    assert repeats([np.array([4, 4])], 2) == (False, 0.0)  # too few to tell
+    assert repeats([np.tile(np.arange(10), 2)], 20, share)[0] is False
+    assert repeats([np.array([4, 4])], 2, share) == (False, 0.0)  # too few to tell
 
 
 def test_job_and_compare_take_the_steady_state_bottleneck() -> None:
