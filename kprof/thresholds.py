@@ -31,6 +31,14 @@ warm-up and left out of the steady state: DESIGN.md's measured pitfall (lazy ker
 20-48 ms of cuLibraryLoadData, handle creation in the first iterations). With fewer, dropping
 one would leave too little to measure."""
 
+WARMUP_STEP_RATIO = 3.0
+"""After the first iteration (always warm-up), the next ones are warm-up too while each runs more than 3x
+the median iteration (or still holds start-up work). Measured on every capture with iterations in the
+samples, the validation gallery and the corpus: after the first three, iterations ran at most 2.2x the
+median (teardown_after_loop 2.18x, cuda_graph_replay 1.81x); the second iteration of whole-process
+captures ran 2.3-715x (lazy loading, handle creation, the optimizer's first step; the Kineto traces'
+ProfilerStep#1 of whole runs 44-715x)."""
+
 CLOCK_ALIGNMENT_SLACK_NS = 1_000
 """Tolerance when matching a host API call's end against a GPU timestamp: CUPTI converts GPU
 timestamps to the host clock, and a blocking call returns a few hundred ns to ~1 us after the
@@ -61,9 +69,10 @@ REPEATED_WORK_SHARE = 0.75
 :func:`kprof.diagnose.phases.repeats`). A loop of >= 3 identical iterations scores 1.0 by construction
 (each third holds a whole iteration). Measured on the samples and the corpus: every loop of >= 3
 iterations scored 0.92-1.0 (the H200 samples 1.0, ResNet-50 1.0, CloverLeaf 0.99, the DDP ranks 1.0,
-HTA's ns-resolution DDP trace 0.92-1.0); one or two passes scored 0.18-0.53 (the AlexNet benchmark's
-warm-up + measured forward 0.53, its measured forward alone 0.18, HTA's two-step sampled ranks 0.33-0.35).
-0.75 lies between the two groups."""
+HTA's ns-resolution DDP trace 0.92-1.0; the validation gallery's loops without step markers 0.92-1.0, the
+lowest a batch-1 decode loop); one or two passes scored 0.18-0.53 (the AlexNet benchmark's warm-up +
+measured forward 0.53, its measured forward alone 0.18, HTA's two-step sampled ranks 0.33-0.35). 0.75 lies
+between the two groups."""
 
 CONTEXT_CREATION_RATIO = 10.0
 """The first CUDA call of a capture created the context (start-up, not the loop's) when it took over 10x
@@ -82,10 +91,11 @@ other than issuing GPU work (data loading, preprocessing, Python logic, communic
 GPU_SHARE_OVER_CAUSE = 2.0
 """Below GPU_BOUND_BUSY_FRACTION, the kernels still lead (``gpu_bound``) when they hold more than half of
 the steady state (DOMINANT_SHARE) and at least twice the time of the largest idle cause: shares decide.
-Calibrated on two judgements, not fitted: the gallery's ``sync_bound`` sample (kernels 60% of the wall,
-idle after syncs 40%: ratio 1.5, built to be sync-bound) and issue 13's ResNet-50 example (kernels 73%
-of the span, host-only gaps 23%: ratio 3.2, gpu_bound). 2 lies between them; the removable idle time is
-then at most half the kernel time (Amdahl: the cause's fix wins at most 1 / (1 - share))."""
+Calibrated on judgements, not fitted: the gallery's ``sync_bound`` sample (kernels 60% of the wall, idle
+after syncs 40%: ratio 1.5, built to be sync-bound), issue 13's ResNet-50 example (kernels 73% of the span,
+host-only gaps 23%: ratio 3.2, gpu_bound) and the blind-labelled validation capture ``busy73_host_gaps``
+(kernels 71%, host-only gaps 28.5%: ratio 2.5, labelled gpu_bound). 2 lies between them; the removable
+idle time is then at most half the kernel time (Amdahl: the cause's fix wins at most 1 / (1 - share))."""
 
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,

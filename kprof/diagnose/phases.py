@@ -148,4 +148,57 @@ def repeats(labels: Iterable[np.ndarray], count: int, min_share: float) -> tuple
     return share >= min_share, share
 
 
-__all__ = ["JIT_NAME", "is_jit_name", "is_teardown_api", "jit_mask", "repeats", "teardown_mask"]
+def loop_start(labels: np.ndarray, min_share: float) -> tuple[int, float] | None:
+    """Where the last run of repeated work in a label sequence begins: ``(index, share)``, or None.
+
+    The sequence is the GPU work after start-up, in start order. When all of it repeats
+    (:func:`repeats`), the run begins at 0. Otherwise the earliest suffix that repeats is
+    searched (suffixes of half, a quarter, ... of the work until one repeats, then a binary
+    search between that one and the next longer), since one-time work before the loop (a
+    warm-up pass, autotuning that benchmarks candidate configurations) makes a longer suffix
+    fail. The run then starts after the last launch in its first third whose label does not
+    occur in its middle and last thirds: what is left of the one-time work (an autotuner's last
+    benchmark and cache-flush kernels) is not the loop.
+
+    Examples
+    --------
+    >>> warmup = np.array([7, 8, 9, 7, 8, 9, 5, 6, 5, 6])
+    >>> loop_start(np.concatenate([warmup, np.tile([1, 2], 20)]), 0.75)
+    (10, 1.0)
+    >>> loop_start(np.arange(20), 0.75) is None
+    True
+    """
+    n = len(labels)
+    ok, share = repeats([labels], n, min_share)
+    start = 0
+    if not ok:
+        longer, found = 0, -1
+        length = n // 2
+        while length >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+            if repeats([labels[n - length :]], length, min_share)[0]:
+                found = n - length
+                break
+            longer = n - length
+            length //= 2
+        if found < 0:
+            return None
+        a, b = longer, found  # labels[a:] does not repeat, labels[b:] does
+        while b - a > 1:
+            m = (a + b) // 2
+            if repeats([labels[m:]], n - m, min_share)[0]:
+                b = m
+            else:
+                a = m
+        start = b
+    run = labels[start:]
+    third = len(run) // 3
+    if third:
+        loop = np.intersect1d(run[third : 2 * third], run[2 * third :])
+        odd = np.flatnonzero(~np.isin(run[:third], loop))
+        if len(odd):
+            start += int(odd[-1]) + 1
+    ok, share = repeats([labels[start:]], n - start, min_share)
+    return (start, share) if ok else None
+
+
+__all__ = ["JIT_NAME", "is_jit_name", "is_teardown_api", "jit_mask", "loop_start", "repeats", "teardown_mask"]

@@ -348,6 +348,8 @@ class _Iterations:
     """Each iteration's own name, e.g. ``ProfilerStep#3`` or ``step 3``."""
     group: str = ""
     """The NVTX range name with digits masked (``step #``), what the iterations share."""
+    warmup: int = 1
+    """How many leading iterations are warm-up (left out of the steady state); see :func:`_warmup_count`."""
 
     def __len__(self) -> int:
         return len(self.windows[0])
@@ -548,13 +550,42 @@ def _iterations(tl: Timeline) -> _Iterations:
 
 def _steady_reason(its: _Iterations) -> str:
     """How the steady state was chosen, in words: "NVTX ranges 'step 2' to 'step 6' (...)"."""
-    n = len(its)
-    warm, first, last = its.names[0], its.names[1], its.names[-1]
+    n, k = len(its), its.warmup
+    warm, first, last = its.names[0], its.names[k], its.names[-1]
+    if k > 1:
+        warm = (
+            f"{its.names[0]} to {its.names[k - 1]}"
+            if its.kind == "profiler step"
+            else f"{warm!r} to {its.names[k - 1]!r}"
+        )
+    which = "the first" if k == 1 else f"the first {k}"
     if its.kind == "profiler step":
-        return f"profiler steps {first} to {last} ({n - 1} steps; the first, {warm}, left out as warm-up)"
+        return f"profiler steps {first} to {last} ({n - k} steps; {which}, {warm}, left out as warm-up)"
     if len(set(its.names)) == n:
-        return f"NVTX ranges {first!r} to {last!r} ({n - 1} iterations; the first, {warm!r}, left out as warm-up)"
-    return f"instances 2 to {n} of the NVTX range {warm!r} (the first left out as warm-up)"
+        w = warm if k > 1 else repr(warm)
+        return f"NVTX ranges {first!r} to {last!r} ({n - k} iterations; {which}, {w}, left out as warm-up)"
+    return f"instances {k + 1} to {n} of the NVTX range {its.names[0]!r} ({which} left out as warm-up)"
+
+
+def _warmup_count(its: _Iterations, startup: Pair) -> int:
+    """Leading iterations that are warm-up: the first always; then each next one while it still holds
+    start-up work (start-up calls or compilation over >= MIN_FINDING_SHARE of it) or runs more than
+    WARMUP_STEP_RATIO times the median iteration. At least two iterations stay in the steady state."""
+    s, e = its.windows
+    n = len(s)
+    period = np.empty(n, np.int64)
+    period[:-1] = np.diff(s)
+    period[-1] = e[-1] - s[-1]
+    med = float(np.median(period))
+    cover = iv.per_interval_overlap((s, e), startup) if len(startup[0]) else np.zeros(n, np.int64)
+    k = 1
+    while k < n - 2:
+        slow = period[k] > th.WARMUP_STEP_RATIO * med
+        setup = cover[k] >= th.MIN_FINDING_SHARE * max(int(e[k] - s[k]), 1)
+        if not (slow or setup):
+            break
+        k += 1
+    return k
 
 
 _WORK_CATEGORIES = (
@@ -655,40 +686,55 @@ def _drain_end(gpu: _Gpu, api: ApiTable, index: _CorrIndex, hi: int) -> int:
     return best
 
 
-def _repeated_work(tl: Timeline, device: int, lo: int, hi: int) -> tuple[bool, float]:
-    """Whether the GPU work of ``device`` starting within [lo, hi) is a run of the same work
-    (:func:`phases.repeats` over kernel names, CUDA graph ids and copy directions)."""
+def _kernel_labels(k: KernelTable) -> np.ndarray:
+    """Per kernel, a label for its name and launch configuration (grid and block when recorded): an autotuner
+    benchmarks one kernel name in several configurations, a loop runs one."""
+    lab = k.name_id.astype(np.int64)
+    for dims in (k.grid, k.block):
+        if dims is not None:
+            for c in range(3):
+                lab = lab * 1_000_003 + dims[:, c]  # a hash; wrap-around on overflow is harmless
+    return lab
+
+
+def _loop_run(ctx_gpu: _Gpu, tl: Timeline, index: _CorrIndex, lo: int, hi: int) -> tuple[int | None, float]:
+    """Where the last run of repeated GPU work within [lo, hi) starts (the start of the launch call of its
+    first work, or of the work itself when its call is not traced), and its repeated share; (None, share)
+    when nothing there repeats (:func:`phases.loop_start` over kernel names and launch configurations, CUDA
+    graph ids and copy directions)."""
+    device = ctx_gpu.device
     parts: list[_Rows] = []
     k, g, c = tl.kernels, tl.graphs, tl.copies
     if len(k):
-        parts.append(
-            _rows(
-                k.start_ns,
-                k.end_ns,
-                (k.name_id,),
-                (k.device == device) & (k.start_ns >= lo) & (k.start_ns < hi),
-            )
-        )
+        m = (k.device == device) & (k.start_ns >= lo) & (k.start_ns < hi)
+        parts.append(_rows(k.start_ns, k.end_ns, (_kernel_labels(k), k.correlation), m))
     if len(g):
-        parts.append(
-            _rows(
-                g.start_ns,
-                g.end_ns,
-                (g.graph_id + (1 << 40),),
-                (g.device == device) & (g.start_ns >= lo) & (g.start_ns < hi),
-            )
-        )
+        m = (g.device == device) & (g.start_ns >= lo) & (g.start_ns < hi)
+        parts.append(_rows(g.start_ns, g.end_ns, (g.graph_id + (1 << 40), g.correlation), m))
     if len(c):
+        m = (c.device == device) & (c.start_ns >= lo) & (c.start_ns < hi)
         parts.append(
-            _rows(
-                c.start_ns,
-                c.end_ns,
-                (c.direction.astype(np.int64) + (1 << 41),),
-                (c.device == device) & (c.start_ns >= lo) & (c.start_ns < hi),
-            )
+            _rows(c.start_ns, c.end_ns, (c.direction.astype(np.int64) + (1 << 41), c.correlation), m)
         )
     count = sum(p.count for p in parts)
-    return phases.repeats((ch[2] for ch in _merged(parts)), count, th.REPEATED_WORK_SHARE)
+    if count == 0:
+        return None, 0.0
+    labels = np.concatenate([ch[2] for ch in _merged(parts)])
+    found = phases.loop_start(labels, th.REPEATED_WORK_SHARE)
+    del labels
+    if found is None:
+        return None, 0.0
+    i, share = found
+    seen = 0
+    for ch in _merged(parts):
+        if seen + len(ch[0]) > i:
+            t = int(ch[0][i - seen])
+            row = int(index.find(ch[3][i - seen : i - seen + 1])[0])
+            if row >= 0:
+                t = min(t, int(tl.api.start_ns[row]))
+            return t, share
+        seen += len(ch[0])
+    return lo, share
 
 
 def _created_context(tl: Timeline, row: int) -> bool:
@@ -794,7 +840,11 @@ def _context(tl: Timeline) -> _Context:
     # the end of the capture: after the last GPU work and the last call that issued or waited for it,
     # calls that only release what the run created (unload, destroy, free storms) are teardown
     work_m = np.isin(cat, _WORK_CATEGORIES)
-    tail_lo = max(_all_gpu_end(tl), int(api.end_ns[work_m].max()) if work_m.any() else iv.NEG_INF)
+    gpu_end = _all_gpu_end(tl)
+    # a sync issued after the last GPU work waits for nothing (teardown synchronizes too)
+    tail_m = work_m & ((cat != ApiCategory.SYNC) | (api.start_ns < gpu_end))
+    tail_lo = max(gpu_end, int(api.end_ns[tail_m].max()) if tail_m.any() else iv.NEG_INF)
+    del tail_m
     n_teardown = 0
     if len(api):
         n_teardown = int(
@@ -805,9 +855,13 @@ def _context(tl: Timeline) -> _Context:
     steady_lo, steady_hi, reason = cap_lo, cap_hi, "the whole capture"
     repeated, how = False, ""
     if len(its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        steady_lo = int(its.windows[0][1])
-        # the last iteration ends when the GPU has run what it launched (the host runs ahead)
+        its.warmup = _warmup_count(its, startup_calls)
+        steady_lo = int(its.windows[1][its.warmup - 1])
+        # the last iteration ends when the GPU has run what it launched (the host runs ahead), and at the
+        # latest where teardown begins (a last profiler step that also holds the frees at exit)
         steady_hi = min(cap_hi, max(steady_lo, _drain_end(gpu, api, api_index, int(its.windows[1].max()))))
+        if n_teardown and steady_lo < tail_lo < steady_hi:
+            steady_hi = tail_lo
         reason = _steady_reason(its)
         repeated, how = True, f"{len(its)} {its.kind}s"
     else:
@@ -821,21 +875,29 @@ def _context(tl: Timeline) -> _Context:
                 end = max(cap_lo, int(before.max()))
                 steady_lo = _first_call_after(api, work_m, end)
                 started = True
-        ended = False
-        if n_teardown and tail_lo > steady_lo:
-            steady_hi = min(cap_hi, tail_lo)
-            ended = True
+        # the end of the process: after the last GPU work and the last call that issued or waited for it
+        # (teardown calls, or the interpreter's exit, where nsys records no CUDA call at all)
+        # (an nsys capture runs to the process's exit; a PyTorch profiler trace ends when the profiler stops,
+        # so there the host time after the last GPU work is the profiled program's, unless it tears down)
+        ended = steady_lo < tail_lo < cap_hi and (n_teardown > 0 or tl.format == "nsys")
+        if ended:
+            steady_hi = tail_lo
+        run_lo, share = _loop_run(gpu, tl, api_index, steady_lo, steady_hi)
+        repeated = run_lo is not None
+        if run_lo is not None and run_lo > steady_lo:
+            # one-time GPU work before the loop (a warm-up pass, autotuning): the steady state is the loop
+            steady_lo = run_lo
+            started = True
         if started:
-            reason = "from the first GPU work after start-up (context creation, module loading) to " + (
-                "the start of teardown" if ended else "the end of the capture"
+            reason = "from the first GPU work of the loop after start-up to " + (
+                "the end of its GPU work" if ended else "the end of the capture"
             )
         elif ended:
-            reason = "the capture up to the start of teardown (module unloading, frees)"
-        repeated, share = _repeated_work(tl, gpu.device, steady_lo, steady_hi)
+            reason = "the capture up to the end of its GPU work"
         how = (
-            f"{share:.0%} of its launches are of kernels that run in each third of it"
-            if share
-            else "no kernel runs throughout it"
+            f"{share:.0%} of its launches are of work that runs in each third of it"
+            if repeated
+            else "no run of the same kernels repeats"
         )
     del work_m
     before_steady = (np.array([cap_lo], np.int64), np.array([max(cap_lo, steady_lo)], np.int64))
@@ -973,16 +1035,28 @@ def _analyze(
         del rows, known, launch_end
         # host blocked in a synchronizing call when the GPU went idle
         # (the latest-starting blocking call before the gap may be short; use the union for "inside")
-        in_block = iv.containing(blocking_slack, gs) >= 0
+        block_ix = iv.containing(blocking_slack, gs)
+        in_block = block_ix >= 0
         if len(bs):
             bi = np.searchsorted(bs, gs, side="right") - 1
             transfer = in_block & (bi >= 0) & btw[np.maximum(bi, 0)]
         else:
             transfer = np.zeros(len(gs), bool)
+        # A blocking call costs the GPU only what the host could have issued instead of waiting: the gap
+        # after it is the sync's (or the copy's) when the host had been blocked at least half as long as
+        # the gap lasts; when the host's own work after the call is longer, the host is the limit (without
+        # the sync it would still not keep ahead of the GPU).
+        waited = (
+            np.where(in_block, gs - ctx.blocking[0][np.maximum(block_ix, 0)], 0)
+            if len(ctx.blocking[0])
+            else 0
+        )
+        held = in_block & (np.asarray(waited) * 2 >= glen)
+        del block_ix, waited
         startup = iv.per_interval_overlap((gs, ge), ctx.startup_calls) * 2 > glen
         c = np.full(len(gs), cause_ix["host"], np.int8)
-        c[in_block & ~transfer] = cause_ix["sync"]
-        c[in_block & transfer] = cause_ix["copy"]
+        c[held & ~transfer] = cause_ix["sync"]
+        c[held & transfer] = cause_ix["copy"]
         if free_cur is not None:
             # most of the gap in long stretches without any CUDA call: the host computed something else
             # (even when the gap began in a sync or a copy: its length is the host's other work)
@@ -1250,7 +1324,8 @@ def _step_times(ctx: _Context) -> np.ndarray | None:
     if len(s) == 0:
         return None
     if len(s) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        s, e = s[1:], e[1:]
+        k = ctx.its.warmup
+        s, e = s[k:], e[k:]
     # an iteration's time is start-to-next-start (the loop period), the last one its own length
     period = np.empty(len(s), np.int64)
     period[:-1] = np.diff(s)
@@ -1569,7 +1644,8 @@ def _one_time_findings(ctx: _Context) -> list[Finding]:
         what = (
             f"teardown: {ctx.teardown_calls:,} calls that unload modules, destroy contexts or free memory"
             if ctx.teardown_calls
-            else "host time after the last iteration's GPU work"
+            else "host time after the loop's last GPU work with no CUDA call in it: in a whole-process capture, the "
+            "interpreter's exit and the driver's teardown"
         )
         out.append(
             Finding(
@@ -1596,7 +1672,7 @@ def _startup_parts(ctx: _Context) -> str:
     parts = []
     # parts too small to matter go unsaid
     least = th.MIN_FINDING_SHARE * max(0, ctx.steady_lo - ctx.capture_lo)
-    if ctx.startup_first_call_ns >= least:
+    if ctx.startup_first_call_ns >= least and ctx.startup_first_call_ns > 0:
         parts.append(f"the first CUDA call, which created the context, {_ms(ctx.startup_first_call_ns)}")
     rest = ctx.startup_api_ns - ctx.startup_first_call_ns
     if rest >= least and rest > 0:
@@ -2316,12 +2392,20 @@ def _diag_startup(
                     reference="paid once per process",
                 )
             )
-        what = parts or "CUDA initialization, module loading, first iteration"
+        begin = max(0, ctx.steady_lo - ctx.capture_lo)
+        pieces = []
+        if begin:
+            pieces.append(f"start-up {_ms(begin)}" + (f" ({parts})" if parts else ""))
         if end:
-            what += f"; {_ms(end)} after the steady state" + (" (teardown)" if ctx.teardown_calls else "")
+            pieces.append(
+                f"{_ms(end)} after the last GPU work"
+                + (" (teardown: unloading, frees)" if ctx.teardown_calls else " (the process's exit)")
+            )
+        what = " and ".join(pieces) or "CUDA initialization, module loading, first iteration"
+        lead = "Start-up dominates the capture" if begin >= end else "One-time work dominates the capture"
         headline = (
-            f"Start-up dominates the capture: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time work "
-            f"({what}), and the work after it does not repeat."
+            f"{lead}: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time work ({what}), and the work "
+            "after start-up does not repeat."
         )
         mech = (
             "The first CUDA call creates the context, kernels are loaded lazily on first use, libraries create "

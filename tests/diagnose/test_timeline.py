@@ -544,12 +544,18 @@ def test_multirank_rank_is_measured_on_its_steps_and_profiles_compute_kernels(sa
     tl = load(p)
     assert tl.ranges.domains == ("NCCL",)  # NCCL's ranges are in its own NVTX domain
     d = diagnose_timeline(tl)[0]
-    assert "NVTX ranges 'step 1' to 'step 5' (5 iterations; the first, 'step 0', left out as warm-up)" in d.mechanism
+    if name == "ddp_straggler_rank0.sqlite":
+        # its step 1 ran 6.7x the median step (the first all-reduces): warm-up too (WARMUP_STEP_RATIO)
+        assert "NVTX ranges 'step 2' to 'step 5' (4 iterations; the first 2, 'step 0' to 'step 1', left out as " \
+            "warm-up)" in d.mechanism
+    else:
+        assert "NVTX ranges 'step 1' to 'step 5' (5 iterations; the first, 'step 0', left out as warm-up)" in d.mechanism
     assert "ncclAllReduce" not in d.mechanism
     assert d.bottleneck is Bottleneck.GPU_BOUND
     assert "ncu --set full" in d.next_step and "ncclDevKernel" not in d.next_step
     comm = next(e for e in d.evidence if e.name == "GPU time in NCCL collectives")
-    assert 25 <= comm.value <= 55  # 34% (the waiting rank of the straggler job), 44% (balanced job)
+    # 57% (the waiting rank of the straggler job, steps 2-5; its PyTorch trace says 58%), 44% (balanced job)
+    assert 25 <= comm.value <= 60
     assert any(f.bottleneck is Bottleneck.COMMUNICATION_BOUND for f in d.findings)
     # no verdict for NCCL's own ranges, and the steps are the iterations, not a range of their own
     assert [x.subject.name for x in diagnose_timeline(tl)[1:]] == []

@@ -461,3 +461,103 @@ def test_corpus_first_malloc_created_the_context(corpus_dir: Path) -> None:
     f = finding(d, Bottleneck.STARTUP_BOUND, "Start-up")
     assert f is not None and "created the context, 234 ms" in f.headline
     assert d.bottleneck is Bottleneck.GPU_BOUND
+
+
+# ============================================================================ where the loop begins and ends
+
+
+def test_slow_leading_steps_are_warm_up_too() -> None:
+    """A PyTorch-profiler trace of a whole run: ProfilerStep#1 holds lazy loading and runs 40x a steady step."""
+    b = Builder()
+    for i in range(12):
+        t0 = b.t
+        if i in (0, 1):
+            b.call("cuLibraryLoadData", 40 * MS if i == 1 else 20 * MS)
+        launch_bound_iteration(b)
+        b.step(i, t0)
+    tl = b.build(fmt="kineto", source="run.pt.trace.json")
+    d = diagnose_timeline(tl)[0]
+    assert "ProfilerStep#2 to ProfilerStep#11 (10 steps; the first 2, ProfilerStep#0 to ProfilerStep#1, left out" \
+        in d.mechanism
+    assert busy_evidence(d) == pytest.approx(100 * loop_only_busy_fraction(), abs=1.0)
+    # an ordinary loop keeps all but its first step
+    b = Builder()
+    for i in range(12):
+        t0 = b.t
+        launch_bound_iteration(b)
+        b.step(i, t0)
+    assert "(11 steps; the first, ProfilerStep#0, left out" in diagnose_timeline(b.build(fmt="kineto"))[0].mechanism
+
+
+def test_autotuning_before_the_loop_is_not_the_steady_state() -> None:
+    """An autotuner benchmarks one kernel name in six launch configurations (with cache-flush kernels and
+    syncs between them) before the loop runs the chosen one: the steady state is the last run."""
+    b = Builder()
+    b.call("cudaMalloc_v3020", 200 * MS)
+    for cfg in range(6):
+        b.host(30 * MS)  # compiling the configuration (no CUDA call)
+        for _ in range(100):
+            b.launch("void zero_l2(int*)", 20 * US)
+            b.launch("_scale_shift", (200 - 20 * cfg) * US, grid=1 << (18 - cfg), block=64 << (cfg // 2))
+        b.sync()
+    for _ in range(150):
+        for _ in range(2):
+            b.launch("_scale_shift", 127 * US, call=4 * US, grid=1 << 16, block=256)
+    b.sync()
+    tl = b.build()
+    d = diagnose_timeline(tl)[0]
+    assert d.bottleneck is Bottleneck.GPU_BOUND
+    g = gap_causes(tl)
+    loop_start = 200 * MS + 6 * 30 * MS + 600 * (20 + 5 + 5) * US  # after the last benchmark
+    assert g.window is not None and g.window[0] >= loop_start
+    assert timeline_metrics(tl)["kernel_count"] == pytest.approx(300, abs=2)
+
+
+def test_a_sync_the_host_barely_waits_in_is_not_sync_bound() -> None:
+    """.item() once a step, but the GPU work is short: the host's dispatch after the sync, not the sync,
+    keeps the GPU idle (the validation gallery's item_each_step)."""
+    b = Builder()
+    for _ in range(200):
+        for j in range(6):
+            b.host(25 * US)
+            b.launch(KERNELS[j % 5], 12 * US)
+        b.copy(4, 2 * US, direction=2, host_kind=0)  # .item(): waits ~10 us for the last kernel
+    d = diagnose_timeline(b.build())[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    m = timeline_metrics(b.build())
+    assert m["sync_wait_ns"] < 0.2 * m["gpu_idle_ns"]
+
+
+def test_host_time_after_the_last_gpu_work() -> None:
+    """nsys records the process to its exit: the host time after the loop is the end of the process. A
+    PyTorch profiler trace ends when the profiler stops: there it is the program's own work."""
+    def program() -> Builder:
+        b = Builder()
+        for _ in range(100):
+            launch_bound_iteration(b)
+        b.sync()
+        b.host(600 * MS)  # interpreter exit / the profiled program's host work
+        b.call("cudaGetDeviceCount", 1 * US)  # the last event
+        return b
+
+    d = diagnose_timeline(program().build())[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    f = finding(d, Bottleneck.STARTUP_BOUND, "End of the process")
+    assert f is not None and "exit" in f.headline and f.share > 0.9
+    g = gap_causes(program().build(fmt="kineto"))
+    assert g.idle_by_cause()["host_compute"] >= 600 * MS
+
+
+def test_a_sync_inside_teardown_does_not_extend_the_loop() -> None:
+    b = Builder()
+    for _ in range(300):
+        launch_bound_iteration(b)
+    b.sync()
+    for _ in range(200):
+        b.call("cudaFree_v3020", 500 * US)
+    b.call("cuCtxSynchronize", 10 * US)  # waits for nothing: the GPU has been idle since the loop
+    b.call("cudaDeviceReset_v3020", 90 * MS)
+    d = diagnose_timeline(b.build())[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND and not finding(d, Bottleneck.SYNC_BOUND)
+    f = finding(d, Bottleneck.STARTUP_BOUND, "End of the process")
+    assert f is not None and "teardown" in f.headline

@@ -30,6 +30,7 @@ class Builder:
         self.corr = 1
         self.gpu = gpu
         self.kernels: list[tuple[int, int, int, str, int]] = []  # start, end, corr, name, device
+        self.dims: list[tuple[int, int]] = []  # per kernel: grid x, block x
         self.api: list[tuple[int, int, int, str]] = []
         self.copies: list[tuple[int, int, int, int, int, int]] = []  # start, end, corr, dir, bytes, host kind
         self.ranges: list[tuple[int, int, str]] = []
@@ -54,13 +55,16 @@ class Builder:
         self.t += dur
 
     # ------------------------------------------------------------------ GPU work
-    def launch(self, kernel: str, kdur: int, call: int = 5 * US, device: int = 0) -> None:
+    def launch(
+        self, kernel: str, kdur: int, call: int = 5 * US, device: int = 0, grid: int = 1, block: int = 128
+    ) -> None:
         c = self.corr
         self.corr += 1
         self.api.append((self.t, self.t + call, c, "cudaLaunchKernel_v7000"))
         self.t += call
         start = max(self.gpu_free, self.t + 1 * US)
         self.kernels.append((start, start + kdur, c, kernel, device))
+        self.dims.append((grid, block))
         self.gpu_free = start + kdur
 
     def copy(self, nbytes: int, dur: int, direction: int = 1, host_kind: int = 0, blocking: bool = True) -> None:
@@ -104,6 +108,9 @@ class Builder:
         o = np.array([(s, e, onames.index(n)) for s, e, n in self.ops], np.int64).reshape(-1, 3)
         st = np.array(self.steps, np.int64).reshape(-1, 3)
         devices = sorted({int(x) for x in k[:, 4]}) or [0]
+        dims = np.array(self.dims, np.int32).reshape(-1, 2)
+        grid = np.column_stack([dims[:, 0], np.ones((len(dims), 2), np.int32)]).astype(np.int32)
+        block = np.column_stack([dims[:, 1], np.ones((len(dims), 2), np.int32)]).astype(np.int32)
         return Timeline(
             source=source,
             format=fmt,
@@ -112,6 +119,7 @@ class Builder:
             kernels=KernelTable(
                 start_ns=k[:, 0], end_ns=k[:, 1], correlation=k[:, 2], name_id=k[:, 3].astype(np.int32),
                 device=k[:, 4].astype(np.int16), stream=np.full(len(k), 7, np.int32), names=knames,
+                grid=grid, block=block,
             ),
             api=ApiTable(
                 start_ns=a[:, 0], end_ns=a[:, 1], correlation=a[:, 2], name_id=a[:, 3].astype(np.int32),
