@@ -1680,7 +1680,12 @@ def _startup_parts(ctx: _Context) -> str:
     if ctx.jit_ns >= least and ctx.jit_ns > 0:
         parts.append(f"run-time compilation and autotuning {_ms(ctx.jit_ns)}")
     if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        parts.append(f"the first iteration ({ctx.its.names[0]})")
+        k = ctx.its.warmup
+        parts.append(
+            f"the first iteration ({ctx.its.names[0]})"
+            if k == 1
+            else f"the first {k} iterations ({ctx.its.names[0]} to {ctx.its.names[k - 1]})"
+        )
     return ", ".join(parts)
 
 
