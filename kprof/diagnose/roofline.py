@@ -59,33 +59,74 @@ SOL_LEVEL_METRICS: dict[str, tuple[str, ...]] = {
         "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     ),
     "l2": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
-    "l1": (
-        "l1tex__throughput.avg.pct_of_peak_sustained_active",
-        "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
-    ),
+    "l1": ("l1tex__throughput.avg.pct_of_peak_sustained_elapsed",),
 }
+SOL_LEVEL_ACTIVE_METRICS: dict[str, tuple[str, ...]] = {
+    "l1": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
+}
+"""Per-SM units measured on the SMs' *active* cycles only (ncu 2023's SpeedOfLight shows L1 this way): scaled by
+the SMs' busy fraction to put them on elapsed time, the only basis on which "at the roof" means anything."""
 COMPUTE_SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 MEMORY_SOL = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 
-# Tensor pipe utilisation, any of which stands in for a tensor roofline (percent of peak).
+# Pipe utilisations (percent of peak). Each pipe is judged on *elapsed* cycles: a pipe busy 90% of the cycles
+# its SM was active, on an 8-block grid that keeps 8 of 132 SMs active, is 5.5% busy over the kernel's time.
+# The ``_elapsed`` form is read when the report has it; otherwise the ``_active`` form times the SMs' busy
+# fraction (sm__cycles_active.avg / elapsed cycles), which is the same quantity for an ``.avg`` metric.
 TENSOR_PIPE_METRICS = (
-    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active",
-    "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_elapsed",
 )
-FMA_PIPE_METRICS = (
-    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
-)
-FP64_PIPE_METRICS = (
-    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
-)
+FMA_PIPE_METRICS = ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",)
+FP64_PIPE_METRICS = ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",)
+SM_ACTIVE_CYCLES = "sm__cycles_active.avg"
+SM_ELAPSED_CYCLES = ("sm__cycles_elapsed.avg", "gpc__cycles_elapsed.max")
+SM_CLOCKS = ("sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second")
+
+
+def _active_form(name: str) -> str:
+    return name.replace("pct_of_peak_sustained_elapsed", "pct_of_peak_sustained_active")
+
+
+def sm_active_fraction(k: KernelLaunch) -> float | None:
+    """Fraction of the kernel's elapsed cycles the SMs were busy, on average (``sm__cycles_active.avg`` over
+    the elapsed cycles: ``sm__cycles_elapsed.avg``, ``gpc__cycles_elapsed.max``, or the duration times the SM
+    clock when a basic-set report has neither). None when the report lacks the numbers.
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import KernelLaunch, Metric
+    >>> sm_active_fraction(KernelLaunch(id=0, name="k", metrics={"sm__cycles_active.avg": Metric(60.0),
+    ...                                                     "sm__cycles_elapsed.avg": Metric(1000.0)}))
+    0.06
+    """
+    active = k.value(SM_ACTIVE_CYCLES)
+    if active is None:
+        return None
+    elapsed = _first(k, SM_ELAPSED_CYCLES)
+    if elapsed is None:
+        clock, duration = _first(k, SM_CLOCKS), k.value(DURATION)
+        elapsed = clock * duration * 1e-9 if clock and duration else None
+    if not elapsed or elapsed <= 0:
+        return None
+    return min(1.0, active / elapsed)
+
+
+def _elapsed_pct(k: KernelLaunch, names: tuple[str, ...], busy: float | None) -> float | None:
+    """The first of ``names`` (``_elapsed`` forms) present, else its ``_active`` form scaled by ``busy``."""
+    v = _first(k, names)
+    if v is not None:
+        return v
+    if busy is None:
+        return None
+    for n in names:
+        a = k.value(_active_form(n))
+        if a is not None:
+            return a * busy
+    return None
 DURATION = "gpu__time_duration.sum"
 
 
@@ -263,21 +304,25 @@ def roofline(k: KernelLaunch) -> Roofline:
 
     util: dict[str, float] = {}
     for key, name in (("compute", COMPUTE_SOL), ("memory", MEMORY_SOL)):
-        v = _v(k, name)
-        if v is not None:
-            util[key] = v / 100.0
+        sol = _v(k, name)
+        if sol is not None:
+            util[key] = sol / 100.0
+    busy = sm_active_fraction(k)
     for level, names in SOL_LEVEL_METRICS.items():
-        v = _first(k, names)
-        if v is not None:
-            util[level] = v / 100.0
+        lv = _first(k, names)
+        if lv is None and level in SOL_LEVEL_ACTIVE_METRICS and busy is not None:
+            act = _first(k, SOL_LEVEL_ACTIVE_METRICS[level])
+            lv = act * busy if act is not None else None
+        if lv is not None:
+            util[level] = lv / 100.0
     for key, names in (
         ("tensor_pipe", TENSOR_PIPE_METRICS),
         ("fma_pipe", FMA_PIPE_METRICS),
         ("fp64_pipe", FP64_PIPE_METRICS),
     ):
-        vals = [x for x in (_v(k, n) for n in names) if x is not None]
-        if vals:
-            util[key] = max(vals) / 100.0
+        pv = _elapsed_pct(k, names, busy)
+        if pv is not None:
+            util[key] = pv / 100.0
     for prec in PRECISIONS:
         if prec in flops and peak.get(prec):
             util[f"flops_{prec}"] = flops[prec] / peak[prec]
@@ -292,4 +337,4 @@ def roofline(k: KernelLaunch) -> Roofline:
     )
 
 
-__all__ = ["LEVELS", "PRECISIONS", "Roofline", "roofline"]
+__all__ = ["LEVELS", "PRECISIONS", "Roofline", "roofline", "sm_active_fraction"]
