@@ -208,6 +208,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--show-code", action="store_true", help="keep the notebooks' input cells")
     r.set_defaults(func=_report)
 
+    nb = sub.add_parser(
+        "notebook",
+        help="copy template notebooks to run yourself (the shipped ones stay clean)",
+        description="Write copies of kprof's template notebooks into DIR, to open and run in Jupyter. "
+        "With no NAME, list the templates.",
+    )
+    nb.add_argument(
+        "names", nargs="*", metavar="NAME", help="timeline, kernel, mechanism, job, compare, or all"
+    )
+    nb.add_argument(
+        "-o", "--output", default=".", metavar="DIR", help="folder for the copies (default: here)"
+    )
+    nb.add_argument("--force", action="store_true", help="replace copies that exist")
+    nb.set_defaults(func=_notebook)
+
     pr = sub.add_parser(
         "profile",
         help="run nsys or ncu with the right flags, then diagnose",
@@ -240,6 +255,12 @@ def _delegate(module: str, name: str, issue: str) -> Any:
 _compare = _delegate("kprof.diagnose.compare", "compare", "issue 7: verify a fix")
 _report = _delegate("kprof.report", "report", "issue 5: presentation")
 _profile = _delegate("kprof.capture", "profile", "issue 6: capture")
+
+
+def _notebook(args: argparse.Namespace) -> int:
+    from kprof.report import notebook_cli
+
+    return notebook_cli(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

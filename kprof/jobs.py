@@ -282,6 +282,27 @@ def _summarize_safe(path: str, order: int | None) -> RankSummary | _Failure:
         return _Failure(path, str(exc))
 
 
+def _on_workers(f: _Failure, given: str) -> _Failure:
+    """A Dask worker's failure, named by the path as given; a file that this machine sees but a
+    worker does not gets a message that says so."""
+    if not f.missing_tool and f.message.startswith("no such file") and os.path.isfile(given):
+        return _Failure(
+            given,
+            f"no such file on the Dask workers (it exists here, at {os.path.abspath(given)}): the workers read "
+            "each rank's file themselves, so put the files on storage they share, at the same path",
+        )
+    return dataclasses.replace(f, path=given)
+
+
+def _as_given(s: RankSummary, given: str) -> RankSummary:
+    """``s`` with its path (and its diagnoses' file) as the caller gave it."""
+    if s.path == given:
+        return s
+    return dataclasses.replace(
+        s, path=given, diagnoses=tuple(dataclasses.replace(d, file=given) for d in s.diagnoses)
+    )
+
+
 def _raise(f: _Failure) -> None:
     if f.missing_tool:
         raise MissingToolError(f.message)
@@ -372,15 +393,19 @@ def _run_dask(
                     "tcp://host:8786) or make a dask.distributed Client in this session first; for a run on this "
                     'machine use engine="local"'
                 ) from None
-        futures = client.map(_summarize_safe, list(paths), list(orders), pure=False)
+        # The workers may run in another directory (or on another machine): ship absolute paths,
+        # and hand results back under the paths as given.
+        shipped = [os.path.abspath(p) for p in paths]
+        given = dict(zip(shipped, paths, strict=True))
+        futures = client.map(_summarize_safe, shipped, list(orders), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[RankSummary | _Failure | None] = [None] * len(paths)
         for fut in as_completed(futures):
             r = fut.result()
             if isinstance(r, _Failure):
                 client.cancel(futures)
-                _raise(r)
-            results[index[fut.key]] = r
+                _raise(_on_workers(r, given.get(r.path, r.path)))
+            results[index[fut.key]] = _as_given(r, given.get(r.path, r.path))
             progress.step()
         return [r for r in results if r is not None]
     finally:

@@ -501,6 +501,108 @@ def template_path(stage: str) -> Path:
     return Path(str(resources.files("kprof").joinpath("templates", stage_template(stage))))
 
 
+def template_dir() -> Path:
+    """The folder of the shipped template notebooks (``kprof/templates``)."""
+    return Path(str(resources.files("kprof").joinpath("templates")))
+
+
+def template_stage(name: str) -> str:
+    """The stage of a template named as the user may: ``timeline``, ``01_timeline``, ``01_timeline.ipynb``.
+
+    Raises
+    ------
+    KprofError
+        No template has that name (the message lists them).
+
+    Examples
+    --------
+    >>> template_stage("02_kernel.ipynb"), template_stage("job")
+    ('kernel', 'job')
+    """
+    key = name.strip().removesuffix(".ipynb").lower()
+    for stage, file in TEMPLATES.items():
+        if key in (stage, file.removesuffix(".ipynb"), file.removesuffix(".ipynb").split("_", 1)[0]):
+            return stage
+    known = ", ".join(f"{s} ({f})" for s, f in TEMPLATES.items())
+    raise KprofError(f"no template named {name!r}; the templates are: {known}, or all")
+
+
+def copy_template(name: str, directory: str | os.PathLike[str] = ".", *, force: bool = False) -> Path:
+    """Write a copy of a shipped template into ``directory`` for your own use, and return its path.
+
+    Open and run the copy in Jupyter: the shipped template stays clean (it refuses to run where
+    it was installed, see :func:`refuse_in_place`). The copy runs on the shipped samples until
+    you set its parameters (first code cell) to your own profiles.
+
+    Raises
+    ------
+    KprofError
+        Unknown name, the copy exists (and not ``force``), or ``directory`` is not a folder.
+
+    Examples
+    --------
+    >>> copy_template("kernel", "my_notebooks")  # doctest: +SKIP
+    PosixPath('my_notebooks/02_kernel.ipynb')
+    """
+    import nbformat
+
+    stage = template_stage(name)
+    d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise KprofInputError(d, "is not a folder; give the folder for the copy with -o")
+    out = d / TEMPLATES[stage]
+    if out.exists() and not force:
+        raise KprofInputError(out, "exists already; pass --force to replace it, or another folder with -o")
+    if out.resolve().parent == template_dir().resolve():
+        raise KprofInputError(out, "is the shipped template itself; give another folder with -o")
+    nb = nbformat.read(template_path(stage), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    d.mkdir(parents=True, exist_ok=True)
+    atomic_write(out, nbformat.writes(nb) + "\n")
+    return out
+
+
+def refuse_in_place(shipped: str | os.PathLike[str] | None = None) -> None:
+    """Stop a template that runs where it was shipped (opened from ``kprof/templates`` in Jupyter).
+
+    Jupyter starts a notebook's kernel in the notebook's folder and autosaves what it runs into
+    the file; run in place, a template would fill the installed package with one user's outputs.
+    The templates call this first: in the shipped folder it marks the templates read-only (Jupyter
+    then no longer autosaves them, for users other than root) and raises an error that says how to
+    get a copy (``kprof notebook NAME``). Anywhere else (a copy, ``kprof report``) it does nothing.
+
+    Raises
+    ------
+    KprofError
+        The current folder is the shipped templates' folder.
+    """
+    folder = Path(shipped) if shipped is not None else template_dir()
+    if Path.cwd().resolve() != folder.resolve():
+        return
+    for p in folder.glob("*.ipynb"):
+        with contextlib.suppress(OSError):
+            p.chmod(p.stat().st_mode & ~0o222)
+    raise KprofError(
+        f"this is one of kprof's shipped templates ({folder}), which stay clean: make your own copy with "
+        "`kprof notebook NAME -o DIR` (NAME: timeline, kernel, mechanism, job, compare or all) and open that"
+    )
+
+
+def notebook_cli(args: argparse.Namespace) -> int:
+    """``kprof notebook NAME... [-o DIR] [--force]``: copies of the templates to run yourself."""
+    names = list(args.names)
+    if not names:
+        for stage, file in TEMPLATES.items():
+            print(f"{stage:<10} {file}")
+        return 0
+    stages = list(TEMPLATES) if "all" in (n.lower() for n in names) else [template_stage(n) for n in names]
+    for stage in dict.fromkeys(stages):
+        print(copy_template(stage, args.output, force=args.force))
+    return 0
+
+
 def _kernel_manager_class(workdir: Path, log: Path) -> type:
     """A kernel manager that starts ``ipykernel`` with this very interpreter, over IPC sockets in ``workdir``.
 
@@ -911,20 +1013,25 @@ __all__ = [
     "atomic_write",
     "build_report",
     "cli",
+    "copy_template",
     "execute_template",
     "export_html",
     "figure_html",
     "find_pairs",
     "kernel_picker",
     "merge_notebooks",
+    "notebook_cli",
     "publish",
+    "refuse_in_place",
     "sample_paths",
     "samples_dir",
     "sort_inputs",
     "stage_parameters",
     "stage_template",
     "stage_title",
+    "template_dir",
     "template_path",
+    "template_stage",
     "timeline_explorer",
     "timeline_gaps",
 ]

@@ -219,3 +219,31 @@ def test_cli_dask_scheduler(cluster, capsys) -> None:
     assert main(["diagnose", "--json", "--scheduler", cluster.scheduler_address, *STRAGGLER_NSYS]) == 0
     ds = json.loads(capsys.readouterr().out)["diagnoses"]
     assert ds[0]["bottleneck"] == "straggler"
+
+
+@pytest.fixture(scope="module")
+def process_cluster():
+    """Workers in their own processes, started in this directory: a later chdir of the test
+    process leaves them where they were (as workers elsewhere would be)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as c:  # fmt: skip
+        yield c
+
+
+def test_dask_relative_paths_resolve_before_shipping(process_cluster, monkeypatch) -> None:
+    monkeypatch.chdir(MULTI)  # the client's directory; the worker still runs in the original one
+    rel = [f"ddp_straggler_rank{r}.sqlite" for r in (0, 1)]
+    ds = jobs.diagnose_job(rel, engine="dask", scheduler=process_cluster.scheduler_address, progress=False)
+    assert ds[0].bottleneck is Bottleneck.STRAGGLER
+    assert {d.file for d in ds[1:]} == set(rel)  # reported under the paths as given
+
+
+def test_dask_file_missing_on_workers_says_they_need_shared_storage(tmp_path) -> None:
+    here = tmp_path / "rank0.sqlite"
+    here.write_bytes(b"x")
+    f = jobs._on_workers(jobs._Failure(str(here), "no such file"), str(here))
+    assert "storage they share" in f.message and f.path == str(here)
+    gone = str(tmp_path / "gone.sqlite")  # missing here too: the plain reason stays
+    assert jobs._on_workers(jobs._Failure(gone, "no such file"), gone).message == "no such file"

@@ -70,7 +70,9 @@ SUBSET = {
 }
 # Templates whose inputs are not a plain list of captures get their own subset.
 SUBSET_BY_TEMPLATE = {
-    "04_job": {"timeline_paths": ["multirank/ddp_straggler_rank0.sqlite", "multirank/ddp_straggler_rank1.sqlite"]},
+    "04_job": {
+        "timeline_paths": ["multirank/ddp_straggler_rank0.sqlite", "multirank/ddp_straggler_rank1.sqlite"]
+    },
     "05_compare": {"pairs": [["ncu/pair_transpose_before.ncu-rep", "ncu/pair_transpose_after.ncu-rep"]]},
 }
 
@@ -143,3 +145,67 @@ def test_template_runs_on_samples_with_widgets(path: Path, tmp_path: Path):
 def test_example_runs(path: Path):
     nb = _run(path)
     assert _outputs(nb, "image/png") or any("data:image/png" in h for h in _outputs(nb, "text/html"))
+
+
+# ------------------------------------------------------------------ copies, and the shipped ones stay clean
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_template_refuses_to_run_in_place_before_any_output(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    i = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    setup = next(c for c in nb.cells[i + 1 :] if c.cell_type == "code").source
+    call = setup.index("report.refuse_in_place()")
+    # nothing before the guard displays, loads or plots
+    assert not re.search(r"\b(display|print|load|diagnose|plot_\w+)\(", setup[:call])
+
+
+def test_refuse_in_place_marks_the_shipped_folder_read_only(tmp_path, monkeypatch):
+    from kprof.errors import KprofError
+
+    shipped = tmp_path / "templates"
+    shipped.mkdir()
+    for p in TEMPLATES:
+        (shipped / p.name).write_bytes(p.read_bytes())
+    report.refuse_in_place(shipped)  # elsewhere (a copy, kprof report): nothing happens
+    assert all((shipped / p.name).stat().st_mode & 0o222 for p in TEMPLATES)
+    monkeypatch.chdir(shipped)  # Jupyter starts a notebook's kernel in the notebook's folder
+    with pytest.raises(KprofError, match="kprof notebook NAME"):
+        report.refuse_in_place(shipped)
+    assert not any((shipped / p.name).stat().st_mode & 0o222 for p in TEMPLATES)
+
+
+def test_kprof_notebook_writes_clean_copies_and_never_overwrites(tmp_path):
+    import subprocess
+    import sys
+
+    def kprof(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "kprof", *args], capture_output=True, text=True, timeout=120
+        )
+
+    r = kprof("notebook")
+    assert r.returncode == 0 and all(name in r.stdout for name in report.TEMPLATES.values())
+    r = kprof("notebook", "kernel", "03_mechanism.ipynb", "-o", str(tmp_path / "mine"))
+    assert r.returncode == 0, r.stderr
+    copies = sorted((tmp_path / "mine").iterdir())
+    assert [p.name for p in copies] == ["02_kernel.ipynb", "03_mechanism.ipynb"]
+    for p in copies:
+        assert (
+            nbformat.read(p, as_version=4).cells
+            == nbformat.read(REPO / "kprof" / "templates" / p.name, 4).cells
+        )
+        assert p.stat().st_mode & 0o200  # the copy is the user's to run and save
+    before = copies[0].read_bytes()
+    copies[0].write_text("{}")
+    r = kprof("notebook", "kernel", "-o", str(tmp_path / "mine"))
+    assert r.returncode == 2 and "exists already" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert copies[0].read_text() == "{}"  # untouched
+    assert kprof("notebook", "kernel", "-o", str(tmp_path / "mine"), "--force").returncode == 0
+    assert copies[0].read_bytes() == before
+    r = kprof("notebook", "roofline")
+    assert r.returncode == 2 and "no template named 'roofline'" in r.stderr
+    r = kprof("notebook", "all", "-o", str(tmp_path / "all"))
+    assert r.returncode == 0 and len(list((tmp_path / "all").glob("*.ipynb"))) == len(report.TEMPLATES)
+    r = kprof("notebook", "kernel", "-o", str(REPO / "kprof" / "templates"), "--force")
+    assert r.returncode == 2 and "shipped template itself" in r.stderr

@@ -29,6 +29,7 @@ mkdir -p "$WORK/ncu" "$WORK/timeline" "$DEST"
 cp -r "$SAMPLES_DIR/workloads" "$WORK/"
 cd "$WORK" || exit 1
 export PYTHONUNBUFFERED=1
+export TRITON_CACHE_DIR="$WORK/triton_cache"  # Triton kernels compiled from these paths only
 : > commands.tsv
 FAILED=()
 T_START=$SECONDS
@@ -166,6 +167,10 @@ ncu_sample pair_transpose_before     '^transpose$'           $K/pair_transpose.p
 ncu_sample pair_transpose_after      '^transpose$'           $K/pair_transpose.py --after
 ncu_sample pair_smem_column_sum_before '^smem_column_sum$'   $K/pair_smem_column_sum.py
 ncu_sample pair_smem_column_sum_after  '^smem_column_sum$'   $K/pair_smem_column_sum.py --after
+# Triton (Python line info kept by default) and PyTorch eager samples (issue 14)
+ncu_sample triton_fp32_ieee_dot      'matmul_fp32_ieee'      $K/triton_fp32_ieee_dot.py
+ncu_sample triton_bf16_dot           'matmul_bf16'           $K/triton_bf16_dot.py
+ncu_sample torch_permute_copy        'elementwise_kernel'    $K/torch_permute_copy.py
 
 # CSV exports of two reports (for kprof's CSV loader)
 for name in uncoalesced_global_access shared_bank_conflicts; do
