@@ -246,8 +246,12 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
     if not name.startswith("derived:"):
         return k.value(name)
     simple: dict[str, Callable[[], float | None]] = {
-        "derived:global_load_sectors_per_request": lambda: _ratio(k.value(GLD_SECTORS), k.value(GLD_REQUESTS)),
-        "derived:global_store_sectors_per_request": lambda: _ratio(k.value(GST_SECTORS), k.value(GST_REQUESTS)),
+        "derived:global_load_sectors_per_request": lambda: _ratio(
+            k.value(GLD_SECTORS), k.value(GLD_REQUESTS)
+        ),
+        "derived:global_store_sectors_per_request": lambda: _ratio(
+            k.value(GST_SECTORS), k.value(GST_REQUESTS)
+        ),
         "derived:global_sectors_per_request": lambda: _ratio(
             _sum_present(k, (GLD_SECTORS, GST_SECTORS)), _sum_present(k, (GLD_REQUESTS, GST_REQUESTS))
         ),
@@ -263,7 +267,9 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
         "derived:shared_store_wavefronts_per_request": lambda: _ratio(
             k.value(SST_WAVEFRONTS), _shared_requests(k, "st")
         ),
-        "derived:l1_wavefronts_per_lsu_request": lambda: _ratio(k.value(L1_WAVEFRONT_PCT), k.value(LSU_REQUEST_PCT)),
+        "derived:l1_wavefronts_per_lsu_request": lambda: _ratio(
+            k.value(L1_WAVEFRONT_PCT), k.value(LSU_REQUEST_PCT)
+        ),
         "derived:local_memory_sectors": lambda: _sum_present(k, (LLD_SECTORS, LST_SECTORS)),
         "derived:local_sector_share": lambda: _local_share(k),
         "derived:global_atomic_requests": lambda: _sum_present(k, GATOM_REQUESTS + GRED_REQUESTS),
@@ -333,7 +339,10 @@ def _excess(actual: float | None, ideal: float | None) -> float | None:
 def _shared_requests(k: KernelLaunch, *ops: str) -> float | None:
     hits = [
         h
-        for h in (_first(k, SLD_REQUESTS) if "ld" in ops else None, _first(k, SST_REQUESTS) if "st" in ops else None)
+        for h in (
+            _first(k, SLD_REQUESTS) if "ld" in ops else None,
+            _first(k, SST_REQUESTS) if "st" in ops else None,
+        )
         if h is not None
     ]
     return sum(h[1] for h in hits) if hits else None
@@ -768,7 +777,7 @@ def _time_expectation(f: _Facts, savings: float, fix_unit: str | None = None) ->
     )
 
 
-def _scale_to_limiter(f: _Facts, unit_util: float, stalls: tuple[str, ...] = ()) -> float:
+def _scale_to_limiter(f: _Facts, unit_util: float | None, stalls: tuple[str, ...] = ()) -> float:
     """How much of a unit's waste shows in the kernel's time.
 
     A unit at its roof (>= the healthy fraction) sets the pace: its waste is time, in proportion to how
@@ -776,7 +785,10 @@ def _scale_to_limiter(f: _Facts, unit_util: float, stalls: tuple[str, ...] = ())
     costs the share of warp stall cycles spent on that unit (``stalls``: the reasons it causes), when the
     report has the stall breakdown.
     """
-    by_util = 1.0 if f.u_max <= 0 else max(0.0, min(1.0, unit_util / f.u_max))
+    if unit_util is None:  # the report does not say how busy the unit is: the waste share is an upper bound
+        by_util, unit_util = 1.0, 0.0
+    else:
+        by_util = 1.0 if f.u_max <= 0 else max(0.0, min(1.0, unit_util / f.u_max))
     if not stalls or unit_util >= th.HEALTHY_FRACTION_OF_PEAK:
         return by_util
     reasons = stall_reasons(f.k)
@@ -837,7 +849,10 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
     if (ld_r is None or ld_s is None) and (st_r is None or st_s is None):
         return _from_ncu_rule(f, "UncoalescedGlobalAccess") or _l1_wavefront_excess(f)
     spr_ld, spr_st = _ratio(ld_s, ld_r), _ratio(st_s, st_r)
-    (ideal_ld, why_ld), (ideal_st, why_st) = _global_ideal(f, "loads", spr_ld), _global_ideal(f, "stores", spr_st)
+    (ideal_ld, why_ld), (ideal_st, why_st) = (
+        _global_ideal(f, "loads", spr_ld),
+        _global_ideal(f, "stores", spr_st),
+    )
     ncu_waste = metric_value(k, "derived:global_excess_sector_share")
     waste = _excess_share((ld_s, ld_r, ideal_ld), (st_s, st_r, ideal_st), None, None)
     if ncu_waste is not None:
@@ -851,7 +866,10 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
     mem_unit, mem_util = f.mem_max()
     dependent = _dependent_excess_share(f)
     data_dependent = dependent is not None and dependent >= th.DEPENDENT_LOAD_SHARE
-    savings = 0.0 if data_dependent else waste * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
+    known = any(u in f.util for u in MEMORY_UNITS)
+    savings = (
+        0.0 if data_dependent else waste * _scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
+    )
     which = (
         "loads"
         if (worst_ld and (not worst_st or (spr_ld or 0) / ideal_ld >= (spr_st or 0) / ideal_st))
@@ -874,7 +892,9 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
             value=waste_pct,
             unit="%",
             reference="0% when every warp reads contiguous, aligned addresses",
-            metric="derived:global_excess_sector_share" if ncu_waste is not None else f"{GLD_SECTORS}, {GST_SECTORS}",
+            metric="derived:global_excess_sector_share"
+            if ncu_waste is not None
+            else f"{GLD_SECTORS}, {GST_SECTORS}",
         ),
         Evidence(
             name=f"{UNIT_WORDS[mem_unit]} used",
@@ -1049,7 +1069,9 @@ def _from_ncu_rule(f: _Facts, rule_name: str) -> _Mech | None:
     ]
     t = _time_expectation(f, savings)
     if bott is B.UNCOALESCED_GLOBAL_ACCESS:
-        head = f"Uncoalesced global access: {_pc(waste)}% of the global memory sectors carry no requested data"
+        head = (
+            f"Uncoalesced global access: {_pc(waste)}% of the global memory sectors carry no requested data"
+        )
         mech = (
             "Neighbouring lanes of a warp access scattered addresses, so each warp-wide access touches many "
             "32-byte sectors and the memory system moves whole sectors for a few useful bytes each."
@@ -1123,7 +1145,7 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
     actual = (wf_ld or 0.0) + (wf_st or 0.0)
     shared_share = min(1.0, actual / total_wf) if total_wf else 1.0
     l1 = f.util.get("l1", 0.0)
-    savings = waste * shared_share * _scale_to_limiter(f, l1, SHARED_STALLS)
+    savings = waste * shared_share * _scale_to_limiter(f, f.util.get("l1"), SHARED_STALLS)
     which = "loads" if bad_ld and (not bad_st or (wpr_ld or 0) / i_ld >= (wpr_st or 0) / i_st) else "stores"
     op = which[:-1]
     wpr, idl = (wpr_ld, i_ld) if which == "loads" else (wpr_st, i_st)
@@ -1218,7 +1240,8 @@ def _local_memory(f: _Facts) -> _Mech | None:
         share = f.sass.share(f.sass.local_loads + f.sass.local_stores)
         share_metric = "sass:local_instructions"
     _, mem_util = f.mem_max()
-    savings = share * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
+    known = any(u in f.util for u in MEMORY_UNITS)
+    savings = share * _scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
     kind = f.sass.local_kind
     regs = k.registers_per_thread
     if kind == "dynamic_index":
@@ -1416,7 +1439,7 @@ def _divergence(f: _Facts) -> _Mech | None:
     partial = tpb is not None and tpb % th.WARP_SIZE != 0 and tpb < th.WARP_SIZE
     efficiency = r / th.WARP_SIZE
     issue = f.util.get("issue", 0.0)
-    savings = (1.0 - efficiency) * _scale_to_limiter(f, issue)
+    savings = (1.0 - efficiency) * _scale_to_limiter(f, f.util.get("issue"))
     branch = f.v("smsp__sass_branch_targets_threads_divergent.sum")
     ev = [
         Evidence(
@@ -1699,9 +1722,7 @@ def _occupancy(f: _Facts) -> _Mech | None:
         ),
     ]
     if top:
-        ev.append(
-            _stall_evidence(k, top, stalls[top], STALL_WORDS.get(top, (top, ""))[0])
-        )
+        ev.append(_stall_evidence(k, top, stalls[top], STALL_WORDS.get(top, (top, ""))[0]))
     how = {
         "registers": f"cut registers per thread (now {k.registers_per_thread}) with __launch_bounds__(threads, minBlocks) or smaller per-thread tiles",
         "shared memory": f"use less shared memory per block (now {k.shared_mem_per_block} B): smaller tiles, fewer buffers, or data in registers/L2",
@@ -1773,7 +1794,10 @@ def _matrix_structure(f: _Facts) -> _MatrixWork | None:
     s, flow = f.sass, f.flow
     if s.empty or s.has_mma or s.ffma <= 0 or flow.fma <= 0:
         return None
-    if s.share(s.ffma) < th.MATRIX_LIKE_FFMA_SHARE or s.share(s.special_function) > th.MATRIX_LIKE_MAX_SFU_SHARE:
+    if (
+        s.share(s.ffma) < th.MATRIX_LIKE_FFMA_SHARE
+        or s.share(s.special_function) > th.MATRIX_LIKE_MAX_SFU_SHARE
+    ):
         return None
     if flow.fma_from_loads_share < th.MATRIX_LOADED_OPERAND_SHARE:
         return None
@@ -1875,10 +1899,12 @@ def _no_tensor_cores(f: _Facts) -> _Mech | None:
     tensor_peak = f.roof.peak_flops.get("tensor")
     dram = f.util.get("dram", 0.0)
     busiest = max(f.u_max, 1e-9)
+    grounded = bool(fp32 and tensor_peak)
     if fp32 and tensor_peak:
         savings = max(0.0, 1.0 - max(fp32 / (tensor_peak * th.HEALTHY_FRACTION_OF_PEAK), dram) / busiest)
     else:
-        savings = max(0.0, 1.0 - max(f.util.get("fp32", 0.0), dram) / busiest)
+        # No tensor ceiling in the report: only the FP32 pipes' share of the time is known to move.
+        savings = f.util.get("fp32", 0.0)
     savings = min(savings, 1.0)
     ev = _matrix_evidence(f, mw)
     pipe_hit = _first(f.k, TENSOR_PIPE_METRICS)
@@ -1892,7 +1918,7 @@ def _no_tensor_cores(f: _Facts) -> _Mech | None:
             label="tensor pipe utilisation",
         )
     ]
-    t = _time_expectation(f, savings, fix_unit="tensor")
+    t = _time_expectation(f, savings, fix_unit="tensor") if grounded else None
     if t:
         exp.append(t)
     tiling = _register_tiling_advice(f, mw)
@@ -1913,12 +1939,17 @@ def _no_tensor_cores(f: _Facts) -> _Mech | None:
         mechanism=(
             "The kernel multiplies tiles of matrices with scalar fused multiply-adds; the tensor cores, which do the "
             "same products many times faster, stay idle."
-            + (" Each FMA also reloads its operands from shared memory, so the L1/shared pipe saturates first." if tiling else "")
+            + (
+                " Each FMA also reloads its operands from shared memory, so the L1/shared pipe saturates first."
+                if tiling
+                else ""
+            )
         ),
         fix=(tiling + " Then " + tensor_words) if tiling else _cap(tensor_words),
         expect=exp,
-        confidence=0.8 if f.sass.weighted else 0.65,
-        would_raise="" if f.sass.weighted else "SourceCounters (executed instruction mix)",
+        confidence=(0.8 if f.sass.weighted else 0.65) - (0 if grounded else 0.15),
+        would_raise=("" if f.sass.weighted else "SourceCounters (executed instruction mix)")
+        or ("" if grounded else "the roofline sections (the tensor ceiling the fix would move to)"),
         inflates=("fp32", "l1", "issue"),
         waste=0.0,
         blocks_healthy=not at_fp32_roof,
@@ -1933,12 +1964,11 @@ def _operand_reload(f: _Facts) -> _Mech | None:
     tile of TM x TN outputs loads (TM + TN) operands per TM x TN FMAs; when the loaded bytes per FMA exceed
     L1 bytes/cycle over FMA lanes/cycle, L1/shared saturates before the math: the traffic at the saturated
     unit is reloads, not work the algorithm needs, so the unit being at its roof is a fix, never healthy.
-    Fires only where :func:`_no_tensor_cores` cannot (GPUs without tensor cores, or intensity below the ridge).
+    On a GPU with tensor cores :func:`_no_tensor_cores` usually wins the ranking (the tensor path removes the
+    reloads too); on one without, this is the lever.
     """
     mw = _matrix_structure(f)
     if mw is None or mw.load_bytes_per_fma is None:
-        return None
-    if f.tensor_cores is not False and _no_tensor_cores(f) is not None:
         return None
     unit, util = max(
         ((u, f.util[u]) for u in ("l1", "l2") if u in f.util), key=lambda x: x[1], default=(None, 0.0)
@@ -2277,7 +2307,11 @@ def _healthy(
         "tensor": "Do fewer FLOPs: skip or batch work, lower precision (FP8 with scaling) where accuracy allows, or fuse "
         "the epilogue; the tensor cores are already at their roof.",
         "fp32": "Do fewer FLOPs; the FP32 pipes are at their roof."
-        + (" Matrix work could move to the tensor cores (TF32 or BF16 inputs) if the precision allows." if advice else ""),
+        + (
+            " Matrix work could move to the tensor cores (TF32 or BF16 inputs) if the precision allows."
+            if advice
+            else ""
+        ),
         "fp64": "Do fewer FP64 FLOPs (mixed precision where accuracy allows); the FP64 pipes are at their roof.",
     }.get(unit, "Do less work.")
     return Diagnosis(
@@ -2296,7 +2330,9 @@ def _healthy(
         ),
         fix=fix,
         expect=tuple(expect),
-        confidence=Confidence(value=0.85, would_raise="a timeline capture to confirm the kernel's share of the step"),
+        confidence=Confidence(
+            value=0.85, would_raise="a timeline capture to confirm the kernel's share of the step"
+        ),
         next_step="Look at the timeline: the remaining lever is how often this kernel runs and how much data it gets.",
         findings=tuple(
             Finding(bottleneck=m.bottleneck, headline=m.headline, evidence=tuple(m.evidence[:3]), share=None)
@@ -2447,7 +2483,11 @@ def _why_not_healthy(f: _Facts, unit: str, found: Sequence[_Mech]) -> str:
         return f"the grid does not fill the GPU{grid}"
     wrong = next((m for m in found if m.blocks_healthy), None)
     if wrong is not None:
-        return "its work is not the work the algorithm needs: " + wrong.headline[:1].lower() + wrong.headline[1:].rstrip(".")
+        return (
+            "its work is not the work the algorithm needs: "
+            + wrong.headline[:1].lower()
+            + wrong.headline[1:].rstrip(".")
+        )
     waste = max((m.waste for m in found if unit in m.inflates), default=0.0)
     if waste > 0:
         return f"{_pc(waste)}% of its traffic is waste, so its useful work is below the roof"
@@ -2483,7 +2523,9 @@ def _dependent_words(f: _Facts) -> tuple[Evidence, str, str] | None:
     return ev, mechanism, fix
 
 
-def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str], found: Sequence[_Mech] = ()) -> Diagnosis:
+def _resource_diagnosis(
+    f: _Facts, mechs: list[_Mech], needs: set[str], found: Sequence[_Mech] = ()
+) -> Diagnosis:
     """No mechanism explains the gap: the resource (or latency) is the answer, with the stalls as the explanation."""
     k = f.k
     unit, util = f.limiter()
@@ -2508,7 +2550,9 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str], found: S
                 if at_roof
                 else f"below the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% that counts as at the roof"
             ),
-            reference_value=round(100 * (th.LATENCY_BOUND_FRACTION if latency else th.HEALTHY_FRACTION_OF_PEAK), 1),
+            reference_value=round(
+                100 * (th.LATENCY_BOUND_FRACTION if latency else th.HEALTHY_FRACTION_OF_PEAK), 1
+            ),
             metric=_unit_metric(f, unit),
         )
     ]
@@ -2766,7 +2810,8 @@ def _mechanism_diagnosis(f: _Facts, mechs: list[_Mech], gap: float) -> Diagnosis
         confidence=Confidence(
             value=top.confidence, would_raise=top.would_raise or "a before/after pair (kprof compare)"
         ),
-        next_step=_after_command(k, f.cooperative) + (f" For line-level detail: `{missing}`" if missing else ""),
+        next_step=_after_command(k, f.cooperative)
+        + (f" For line-level detail: `{missing}`" if missing else ""),
         findings=tuple(
             Finding(
                 bottleneck=m.bottleneck,
@@ -2794,7 +2839,9 @@ def _partial_report(f: _Facts, found: list[_Mech]) -> Diagnosis:
 
     Without utilisations a mechanism's saving cannot be scaled to the limiter: its waste share is an upper bound,
     and it is said so."""
-    usable = [m for m in found if m.savings >= th.MIN_PRIMARY_SAVINGS and m.bottleneck is not B.NO_TENSOR_CORES]
+    usable = [
+        m for m in found if m.savings >= th.MIN_PRIMARY_SAVINGS and m.bottleneck is not B.NO_TENSOR_CORES
+    ]
     if not usable:
         return _inconclusive_no_sol(f)
     usable.sort(key=lambda m: -m.savings)
@@ -2816,7 +2863,8 @@ def _partial_report(f: _Facts, found: list[_Mech]) -> Diagnosis:
         subject=_subject(k),
         bottleneck=top.bottleneck,
         verdict=Verdict.FIX,
-        headline=top.headline.rstrip(".") + " (the report has no SpeedOfLight section: the cost is an upper bound).",
+        headline=top.headline.rstrip(".")
+        + " (the report has no SpeedOfLight section: the cost is an upper bound).",
         evidence=tuple(ev),
         mechanism=top.mechanism,
         fix=top.fix,

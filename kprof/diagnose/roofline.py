@@ -127,6 +127,8 @@ def _elapsed_pct(k: KernelLaunch, names: tuple[str, ...], busy: float | None) ->
         if a is not None:
             return a * busy
     return None
+
+
 DURATION = "gpu__time_duration.sum"
 
 

@@ -151,8 +151,28 @@ _FIRST_IS_PREDICATE_DEST = frozenset({"SHFL", "VOTE"})
 _LANE_SPECIAL = ("SR_TID", "SR_LANEID", "SR_LTMASK", "SR_LEMASK", "SR_GTMASK", "SR_GEMASK", "SR_EQMASK")
 """Special registers that differ between the lanes of a warp."""
 _NO_REGISTER_DEST = frozenset(
-    {"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "MEMBAR",
-     "DEPBAR", "ERRBAR", "FENCE", "CCTL", "YIELD", "RED", "REDG"}
+    {
+        "BRA",
+        "BRX",
+        "JMP",
+        "JMX",
+        "CALL",
+        "RET",
+        "EXIT",
+        "BAR",
+        "BSSY",
+        "BSYNC",
+        "WARPSYNC",
+        "NOP",
+        "MEMBAR",
+        "DEPBAR",
+        "ERRBAR",
+        "FENCE",
+        "CCTL",
+        "YIELD",
+        "RED",
+        "REDG",
+    }
 )
 PER_PC_SECTORS = "memory_l2_theoretical_sectors_global"
 PER_PC_SECTORS_IDEAL = "memory_l2_theoretical_sectors_global_ideal"
