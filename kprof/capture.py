@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from kprof.commands import NCU_DEFAULT_SET, ncu_argv, nsys_profile_argv
 from kprof.errors import KprofError, KprofInputError, MissingToolError
 from kprof.model import Bottleneck, Diagnosis
 
@@ -46,9 +47,6 @@ if TYPE_CHECKING:
     from kprof.timeline_model import Timeline
 
 # ----------------------------------------------------------------------------- constants
-NSYS_TRACE = "cuda,nvtx,osrt"
-"""CUDA API + GPU activity, NVTX ranges, OS runtime calls (what the host did in the gaps)."""
-NCU_DEFAULT_SET = "full"
 TOP_KERNELS_MAX = 3
 """ncu runs the whole program once per kernel (6-11 s each on the H200 for a PyTorch program,
 much more with application replay); three kernels cover the time of nearly every program."""
@@ -238,29 +236,6 @@ def run_tool(argv: Sequence[str], *, echo: IO[str] | None = None, cwd: str | Non
 
 
 # ----------------------------------------------------------------------------- argument lists
-def nsys_profile_argv(
-    cmd: Sequence[str],
-    output: str,
-    *,
-    nsys: str = "nsys",
-    cuda_profiler_range: bool = False,
-    graph_nodes: bool = False,
-) -> list[str]:
-    """The ``nsys profile`` command kprof runs.
-
-    Examples
-    --------
-    >>> nsys_profile_argv(["python3", "app.py"], "out")
-    ['nsys', 'profile', '-t', 'cuda,nvtx,osrt', '-s', 'none', '--cpuctxsw=none', '-f', 'true', '-o', 'out', 'python3', 'app.py']
-    """
-    argv = [nsys, "profile", "-t", NSYS_TRACE, "-s", "none", "--cpuctxsw=none", "-f", "true"]
-    if cuda_profiler_range:
-        argv += ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"]
-    if graph_nodes:
-        argv += ["--cuda-graph-trace=node"]
-    return [*argv, "-o", output, *cmd]
-
-
 def nsys_export_argv(report: str, sqlite: str, *, nsys: str = "nsys") -> list[str]:
     """``nsys export --type sqlite --force-overwrite true -o X.sqlite X.nsys-rep``.
 
@@ -270,50 +245,6 @@ def nsys_export_argv(report: str, sqlite: str, *, nsys: str = "nsys") -> list[st
     ['nsys', 'export', '--type', 'sqlite', '--force-overwrite', 'true', '-o', 'x.sqlite', 'x.nsys-rep']
     """
     return [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", sqlite, report]
-
-
-def ncu_argv(
-    cmd: Sequence[str],
-    output: str,
-    *,
-    kernel_filter: str,
-    launch_skip: int = 0,
-    launch_count: int = 1,
-    section_set: str = NCU_DEFAULT_SET,
-    replay_mode: str | None = None,
-    profile_from_start: bool = True,
-    ncu: str = "ncu",
-) -> list[str]:
-    """The ``ncu`` command kprof runs.
-
-    ``kernel_filter`` is what ``-k`` gets: an exact function name, or ``regex:...``.
-
-    Examples
-    --------
-    >>> ncu_argv(["./app"], "k1", kernel_filter="regex:gemm", launch_skip=3)  # doctest: +NORMALIZE_WHITESPACE
-    ['ncu', '--set', 'full', '--import-source', 'yes', '--clock-control', 'none', '-k', 'regex:gemm',
-     '--launch-skip', '3', '--launch-count', '1', '-f', '-o', 'k1', './app']
-    """
-    argv = [
-        ncu,
-        "--set",
-        section_set,
-        "--import-source",
-        "yes",
-        "--clock-control",
-        "none",
-        "-k",
-        kernel_filter,
-        "--launch-skip",
-        str(launch_skip),
-        "--launch-count",
-        str(launch_count),
-    ]
-    if replay_mode and replay_mode != "kernel":
-        argv += ["--replay-mode", replay_mode]
-    if not profile_from_start:
-        argv += ["--profile-from-start", "off"]
-    return [*argv, "-f", "-o", output, *cmd]
 
 
 def regex_filter(regex: str) -> str:

@@ -51,20 +51,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if not paths and not rank_globs:
         _err("diagnose: give PATH ... or --ranks GLOB (see kprof diagnose --help)")
         return EXIT_BAD_INPUT
-    out: list[dict[str, Any]] = []
     status = EXIT_OK
-    first = True
+    captures: list[Any] = []  # timeline captures and jobs, in the order given (each its verdict first)
+    launches: list[Any] = []  # kernel launches of every report, ordered across reports below
 
     def emit(diags: list[Any]) -> None:
-        nonlocal first
-        if args.json:
-            out.extend(d.to_dict() for d in diags)
-            return
-        for d in diags:
-            if not first:
-                print()
-            first = False
-            print(d.to_text())
+        (launches if diags and diags[0].subject.kind == "kernel" else captures).extend(diags)
 
     def fail(where: str, exc: Exception) -> None:
         nonlocal status
@@ -126,10 +118,18 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             fail(path, exc)
             continue
         emit(diags)
+    ordered = captures + sorted(launches, key=lambda d: _VERDICT_RANK.get(d.verdict.value, 1))
     if args.json:
-        json.dump({"diagnoses": out}, sys.stdout, indent=2, ensure_ascii=False)
+        json.dump({"diagnoses": [d.to_dict() for d in ordered]}, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
+    elif ordered:
+        print("\n\n".join(d.to_text() for d in ordered))
     return status
+
+
+_VERDICT_RANK = {"fix": 0, "inconclusive": 1, "healthy": 2}
+"""Kernel launches across reports: a change to make first, then what cannot be told, then healthy
+kernels (stable: within a report, the launches whose fix wins the most time first)."""
 
 
 def _positive_int(text: str) -> int:
@@ -161,9 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser(
         "diagnose",
-        help="diagnose profiles, most important first",
+        help="diagnose profiles: timelines first, then kernel launches, fixes first",
         description="Diagnose timeline captures (.nsys-rep, nsys .sqlite, PyTorch profiler "
-        ".json/.json.gz) and kernel reports (.ncu-rep, ncu --csv exports).",
+        ".json/.json.gz) and kernel reports (.ncu-rep, ncu --csv exports). Order: the timeline captures "
+        "and jobs first, in the order given (each one's verdict first, as the workflow reads them), then "
+        "the kernel launches of all reports: those with a fix first, then inconclusive, then healthy "
+        "(within a report, the launch whose fix wins the most time first).",
     )
     d.add_argument("paths", nargs="*", metavar="PATH")
     d.add_argument("--json", action="store_true", help='print {"diagnoses": [...]} as JSON')
@@ -234,6 +237,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     _profile_arguments(pr)
     pr.set_defaults(func=_profile)
+
+    ex = sub.add_parser("explain", help="what a bottleneck id means, its thresholds and their sources")
+    ex.add_argument("ids", nargs="*", metavar="ID", help="bottleneck ids (default: all)")
+    ex.add_argument("--json", action="store_true", help='print {"explanations": [...]} as JSON')
+    ex.set_defaults(func=_explain)
+    sub.add_parser("mcp", help="serve kprof's tools to agents (Model Context Protocol, stdio)").set_defaults(
+        func=_mcp
+    )
+    et = sub.add_parser(
+        "export-trace",
+        help="write a capture as a Chrome trace (Perfetto, chrome://tracing) with kprof's findings on top",
+    )
+    et.add_argument(
+        "capture", metavar="CAPTURE", help=".nsys-rep, nsys .sqlite or PyTorch profiler .json(.gz)"
+    )
+    et.add_argument(
+        "-o", "--output", default=None, help="the trace to write (default: NAME.trace.json.gz here)"
+    )
+    et.set_defaults(func=_export_trace)
     return p
 
 
@@ -255,6 +277,9 @@ def _delegate(module: str, name: str, issue: str) -> Any:
 _compare = _delegate("kprof.diagnose.compare", "compare", "issue 7: verify a fix")
 _report = _delegate("kprof.report", "report", "issue 5: presentation")
 _profile = _delegate("kprof.capture", "profile", "issue 6: capture")
+_explain = _delegate("kprof.explain", "explain", "issue 18")
+_mcp = _delegate("kprof.mcp_server", "mcp", "issue 18")
+_export_trace = _delegate("kprof.export_trace", "export-trace", "issue 18")
 
 
 def _notebook(args: argparse.Namespace) -> int:

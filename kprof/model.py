@@ -201,11 +201,13 @@ class Expectation:
         """E.g. ``sectors per request down from 32 to about 4``."""
         name = self.label or self.metric
         arrow = "up" if self.direction is Direction.UP else "down"
+        # a *_fraction metric (0..1) without a unit prints as a percentage, as its evidence does
+        unit = self.unit or ("fraction" if self.metric.endswith("_fraction") else "")
         s = f"{name} {arrow}"
         if self.value_now is not None:
-            s += f" from {_fmt(self.value_now, self.unit)}"
+            s += f" from {_fmt(self.value_now, unit)}"
         if self.target is not None:
-            s += f" to about {_fmt(self.target, self.unit)}"
+            s += f" to about {_fmt(self.target, unit)}"
         return s
 
 
@@ -354,8 +356,58 @@ class Diagnosis:
 # -------------------------------------------------------------------- helpers
 
 
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+"""Time units a value may come in, in nanoseconds; printed as ns, µs, ms or s."""
+BYTE_UNITS = {"B": 1.0, "byte": 1.0, "bytes": 1.0, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+"""Byte units a value may come in; printed as B, kB, MB, GB or TB (decimal, as ncu and nsys print them)."""
+_TIME_SCALE = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
+_BYTE_SCALE = (("B", 1.0), ("kB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12))
+
+
+def _sig(v: float, digits: int = 3) -> str:
+    """``v`` to ``digits`` significant digits in positional notation, trailing zeros dropped;
+    1000 and above as a whole number with thousands separators.
+
+    Examples
+    --------
+    >>> [_sig(x) for x in (0.0038, 0.004, 6.3249, 98.14, 454.46, 49962769.0, 0.0)]
+    ['0.0038', '0.004', '6.32', '98.1', '454', '49,962,769', '0']
+    """
+    if v == 0 or not math.isfinite(v):
+        return "0" if v == 0 else str(v)
+    a = abs(v)
+    if a >= 10 ** (digits - 1) * 10 - 0.5:
+        return f"{round(v):,}"
+    places = max(0, digits - 1 - math.floor(math.log10(a)))
+    s = f"{v:.{places}f}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def _scaled(v: float, scale: tuple[tuple[str, float], ...]) -> str:
+    """``v`` (in the scale's base unit) in the largest unit that keeps it at 1 or more, 3 significant digits."""
+    name, f = scale[0]
+    for n, g in scale:
+        if abs(v) >= g * 0.9995:  # 999.7 ns prints as 1 µs, not 1,000 ns
+            name, f = n, g
+    return f"{_sig(v / f)} {name}"
+
+
 def _fmt(value: Number | str | None, unit: str = "") -> str:
-    """Format a number for reading: 3 significant digits, thousands separators."""
+    """Format a number for reading, the one formatter of every value kprof prints.
+
+    Times (``ns``, ``us``, ``ms``, ``s``) print in ns, µs, ms or s and bytes in B, kB, MB, GB
+    with 3 significant digits; ``fraction`` (0..1) prints as a percentage; other values with 3
+    significant digits (never in exponent notation), counts whole with thousands separators.
+
+    Examples
+    --------
+    >>> _fmt(49962769, "ns"), _fmt(0.928, "us"), _fmt(335544320, "B"), _fmt(0.0632, "fraction")
+    ('50 ms', '928 ns', '336 MB', '6.32%')
+    >>> _fmt(0.00375, "waves"), _fmt(65871420), _fmt(77.6, "% of peak")
+    ('0.00375 waves', '65,871,420', '77.6% of peak')
+    """
     if value is None:
         return "missing"
     if isinstance(value, str):
@@ -363,16 +415,13 @@ def _fmt(value: Number | str | None, unit: str = "") -> str:
     if isinstance(value, bool):
         return str(value)
     v = float(value)
-    if isinstance(value, int) or (v.is_integer() and abs(v) >= 100):
-        s = f"{round(v):,}"
-    elif abs(v) >= 100:
-        s = f"{v:,.0f}"
-    elif abs(v) >= 10:
-        s = f"{v:.1f}"
-    elif abs(v) >= 0.01 or v == 0:
-        s = f"{v:.2f}".rstrip("0").rstrip(".") if "." in f"{v:.2f}" else f"{v:.2f}"
-    else:
-        s = f"{v:.2e}"
+    if unit in TIME_UNITS:
+        return _scaled(v * TIME_UNITS[unit], _TIME_SCALE)
+    if unit in BYTE_UNITS:
+        return _scaled(v * BYTE_UNITS[unit], _BYTE_SCALE)
+    if unit == "fraction":
+        return _sig(100 * v) + "%"
+    s = f"{value:,}" if isinstance(value, int) else _sig(v)
     if not unit:
         return s
     if unit.startswith("%"):  # "%", "% of peak": no space before the percent sign

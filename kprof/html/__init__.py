@@ -105,7 +105,10 @@ def render_text(s: dict[str, Any]) -> str:
 
 
 def _render_text(s: dict[str, Any]) -> str:
-    lines = [f"[{s['verdict']}] {s['bottleneck']}: {s['subject']}", f"  {s['headline']}"]
+    lines = [f"[{s['verdict']}] {s['bottleneck']}: {s['subject']}"]
+    if s["file"]:  # two launches of one kernel in two reports read alike without it
+        lines.append(f"  file: {s['file']}")
+    lines.append(f"  {s['headline']}")
     if s["evidence"]:
         lines.append("  evidence:")
         for e in s["evidence"]:

@@ -54,7 +54,7 @@ def _triad(kernel: str, vec: int) -> None:
     c = cp.ones(n, dtype=cp.float32)
     nv = n // vec
     ms = run(k, ((nv + 255) // 256,), (256,), (a, b, c, cp.float32(3.0), cp.int64(nv)))
-    print(f"{12 * n / ms / 1e9:.0f} GB/s")
+    print(f"{12 * n / ms / 1e6:.0f} GB/s")
 
 
 def triad_f4() -> None:
@@ -74,7 +74,7 @@ def triad_tail() -> None:
     n4 = n // 4
     ms = run(k, ((n4 + 255) // 256,), (256,), (a, b, c, cp.float32(3.0), cp.int64(n)))
     assert float(a[-1]) == 4.0 and float(a[0]) == 4.0
-    print(f"{12 * n / ms / 1e9:.0f} GB/s")
+    print(f"{12 * n / ms / 1e6:.0f} GB/s")
 
 
 def horner_poly() -> None:
@@ -211,7 +211,7 @@ def sum_atomic_per_warp() -> None:
     x = cp.ones(n, dtype=cp.float32)
     out = cp.zeros(1, dtype=cp.float32)
     ms = run(k, (SMS * 8,), (256,), (x, out, cp.int64(n // 4)))
-    print(f"{4 * n / ms / 1e9:.0f} GB/s")
+    print(f"{4 * n / ms / 1e6:.0f} GB/s")
 
 
 def even_odd_paths() -> None:

@@ -12,7 +12,7 @@ def make(argv: list[str]):
     table = torch.randn(1 << 28, device="cuda")
     idx = torch.randint(0, 1 << 28, (1 << 24,), device="cuda")
     return (lambda: torch.index_select(table, 0, idx)), {
-        "label": "torch index_select 2^24 random indices into 2^28 fp32", "regex": "index"}
+        "label": "torch index_select 2^24 random indices into 2^28 fp32", "regex": "scatter_gather|index"}
 
 
 if __name__ == "__main__":

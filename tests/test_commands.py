@@ -1,0 +1,60 @@
+"""The one builder of the nsys/ncu commands that kprof runs and suggests."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from kprof import capture, commands
+
+
+def test_ncu_commands_keep_kprofs_capture_flags_whatever_is_asked():
+    for kw in (
+        {},
+        {"sections": ("SourceCounters", "MemoryWorkloadAnalysis")},
+        {"replay_mode": "application"},
+    ):
+        argv = commands.ncu_argv(None, "o", kernel_filter="k", **kw)
+        line = " ".join(argv)
+        assert "--import-source yes" in line and "--clock-control none" in line
+        assert argv.count("--set") == (0 if "sections" in kw else 1)
+
+
+def test_capture_runs_what_the_builder_builds():
+    # kprof profile and the suggestions share the builder: same flags, same order
+    assert capture.ncu_argv is commands.ncu_argv and capture.nsys_profile_argv is commands.nsys_profile_argv
+
+
+@pytest.mark.parametrize(
+    "path, stem",
+    [
+        ("data/ncu/pair_x_before.ncu-rep", "data/ncu/pair_x_after"),
+        ("data/ncu/k.ncu-rep", "data/ncu/k_after"),
+        ("k.details.csv", "k_after"),
+        ("r/k.raw.csv.gz", "r/k_after"),
+        ("a.Before.ncu-rep", "a.after"),
+        ("before.ncu-rep", "before_after"),  # no stem before "before": keep the name whole
+    ],
+)
+def test_the_after_capture_goes_beside_the_diagnosed_file(path, stem):
+    assert commands.after_stem(path) == stem
+
+
+def test_suggestion_round_trips_through_the_shell():
+    src = "my runs/k<4> before.ncu-rep"
+    line = commands.kernel_after_change("k<float, 4>", src, cooperative=True)
+    ncu = line.split("`")[1]
+    argv = shlex.split(ncu.replace(commands.PROGRAM, "./app"))
+    assert argv[argv.index("-k") + 1] == "regex:^k<float, 4>$"  # the name as a regex, quoted
+    assert argv[argv.index("-o") + 1] == "my runs/k<4> before_after"
+    assert argv[argv.index("--replay-mode") + 1] == "application"
+    cmp = shlex.split(line.split("`")[3])
+    assert cmp == ["kprof", "compare", src, "my runs/k<4> before_after.ncu-rep"]
+
+
+def test_recorded_command_line_is_kept_as_the_shell_would_split_it():
+    line = commands.nsys_command("run2", program="python3 train.py --lr '1e-3 x'", graph_nodes=True)
+    assert shlex.split(line)[-4:] == ["python3", "train.py", "--lr", "1e-3 x"]
+    assert "-t cuda,nvtx,osrt -s none --cpuctxsw=none" in line and "--cuda-graph-trace=node" in line
+    assert commands.nsys_command().endswith(f"-o out {commands.PROGRAM}")
