@@ -56,7 +56,10 @@ class Case:
     acceptable: list[str] = field(default_factory=list)
     not_ids: list[str] = field(default_factory=list)
     label_verdict: str | None = None
+    acceptable_verdicts: dict[str, list[str]] = field(default_factory=dict)
     predicted: str = INCONCLUSIVE
+    not_findings: list[str] = field(default_factory=list)
+    """Secondary findings whose id the labeller listed under ``not``."""
     verdict: str = ""
     confidence: float = 0.0
     headline: str = ""
@@ -69,6 +72,16 @@ class Case:
     @property
     def right(self) -> bool:
         return self.predicted == self.label or self.predicted in self.acceptable
+
+    @property
+    def verdict_right(self) -> bool | None:
+        """The verdict labelled for the id kprof named (the label's, or an acceptable id's), None if unlabelled."""
+        want = list(self.acceptable_verdicts.get(self.predicted, []))
+        if self.predicted == self.label and self.label_verdict:
+            want.append(self.label_verdict)
+        if not want:
+            return None
+        return self.verdict in want
 
 
 # ----------------------------------------------------------------------------- labels
@@ -89,6 +102,8 @@ def _ids(v: Any) -> list[str]:
 
 
 def _verdict(v: Any) -> str | None:
+    if isinstance(v, dict):
+        v = v.get("verdict")
     m = re.search(r"\b(fix|healthy|inconclusive)\b", str(v or "").lower())
     return m.group(1) if m else None
 
@@ -141,14 +156,16 @@ def _pick(diags: list[Diagnosis], kernel: str | None) -> Diagnosis | None:
     important) one."""
     if not diags:
         return None
-    if kernel:
+    if kernel and len(diags) > 1:
+        words = re.findall(r"\w{4,}", kernel)  # "elementwise (vectorized_elementwise_kernel)" names words
         for d in diags:
             name = d.subject.name or ""
             try:
-                if kernel in name or re.search(kernel, name):
-                    return d
+                hit = bool(re.search(kernel, name))
             except re.error:
-                continue
+                hit = False
+            if hit or kernel in name or any(w in name for w in words):
+                return d
     return diags[0]
 
 
@@ -157,6 +174,7 @@ def _fill(case: Case, d: Diagnosis | None, error: str = "") -> Case:
         case.error = error or "no kernel in the report"
         return case
     case.predicted = d.bottleneck.value if d.bottleneck else INCONCLUSIVE
+    case.not_findings = sorted({f.bottleneck.value for f in d.findings} & set(case.not_ids))
     case.verdict = d.verdict.value
     case.confidence = round(d.confidence.value, 2)
     case.headline = d.headline
@@ -197,18 +215,29 @@ def validation_cases(validation: Path) -> list[Case]:
         cache: dict[Path, tuple[list[Diagnosis], str]] = {}
         for e in _label_entries(labels):
             name = _entry_file(e)
+            kind = str(e.get("kind") or "")
+            if (
+                name is None
+                or (kind and not kind.startswith("ncu"))
+                or (not kind and not name.endswith(NCU_SUFFIXES))
+            ):
+                continue  # the timeline gallery's labels (nsys, Kineto) are scored by the timeline stage
             label = _ids(e.get("label", e.get("bottleneck")))
             if name is None or not label:
                 continue
             case = Case(
                 source=str(folder.relative_to(validation.parent)),
                 file=name,
-                kernel=str(e.get("kernel") or ""),
+                kernel=str(e.get("subject") or e.get("kernel") or ""),
                 label=label[0],
                 acceptable=_ids(e.get("acceptable")),
                 not_ids=_ids(e.get("not")),
                 label_verdict=_verdict(e.get("verdict") or e.get("label")),
             )
+            for a in e.get("acceptable") or []:
+                ids, v = _ids(a), _verdict(a)
+                if ids and v:
+                    case.acceptable_verdicts.setdefault(ids[0], []).append(v)
             report = _find_report(folder, name)
             if report is None:
                 case.error = f"report {name} not found under {folder}"
@@ -272,7 +301,7 @@ def confusion(cases: Iterable[Case]) -> dict[str, Any]:
             if c.predicted in c.not_ids:
                 p["false_positive_on_not"] += 1
     right = sum(c.right for c in scored)
-    verdicts = [c for c in scored if c.label_verdict]
+    verdicts = [c for c in scored if c.right and c.verdict_right is not None]
     return {
         "per_bottleneck": {k: dict(v) for k, v in sorted(per.items())},
         "matrix": {k: dict(v) for k, v in sorted(matrix.items())},
@@ -281,7 +310,8 @@ def confusion(cases: Iterable[Case]) -> dict[str, Any]:
             "right": right,
             "accuracy": round(right / len(scored), 3) if scored else None,
             "verdict_checked": len(verdicts),
-            "verdict_right": sum(c.verdict == c.label_verdict for c in verdicts),
+            "verdict_right": sum(bool(c.verdict_right) for c in verdicts),
+            "findings_on_not": sum(len(c.not_findings) for c in scored),
             "by_source": {
                 s: {
                     "scored": sum(1 for c in scored if c.source == s),
@@ -304,11 +334,12 @@ def render(cases: list[Case], result: dict[str, Any]) -> str:
     out: list[str] = []
     t = result["totals"]
     out.append(
-        f"Scored kernels: {t['scored']}, right {t['right']} ({t['accuracy']}); verdict right on "
-        f"{t['verdict_right']} of {t['verdict_checked']} with a labelled verdict."
+        f"Scored kernels: {t['scored']}, right {t['right']} ({t['accuracy']}); of the right ones with a "
+        f"labelled verdict, the verdict matches on {t['verdict_right']} of {t['verdict_checked']}."
     )
     for s, v in t["by_source"].items():
         out.append(f"  {s}: {v['right']} of {v['scored']}")
+    out.append(f"Secondary findings whose id the labeller listed under `not`: {t['findings_on_not']}")
     out.append("")
     rows = [["bottleneck id", "fired", "right", "false pos.", "of which `not`", "labelled", "missed"]]
     for k, v in result["per_bottleneck"].items():
@@ -335,14 +366,29 @@ def render(cases: list[Case], result: dict[str, Any]) -> str:
     for label, row in result["matrix"].items():
         rows.append([label, *(str(row.get(p, "")) for p in preds)])
     out.append(_table(rows))
-    wrong = [c for c in cases if c.scored and (c.error or not c.right)]
+    wrong = [
+        c
+        for c in cases
+        if c.scored and (c.error or not c.right or c.verdict_right is False or c.not_findings)
+    ]
     if wrong:
         out.append("")
         out.append("Wrong or failed:")
         for c in wrong:
             what = c.error or f"kprof {c.predicted}/{c.verdict} ({c.confidence:.2f}): {c.headline[:110]}"
             acc = f" (acceptable: {', '.join(c.acceptable)})" if c.acceptable else ""
-            out.append(f"  {c.source}/{c.file} [{c.kernel[:40]}]: label {c.label}{acc}; {what}")
+            tag = (
+                "WRONG"
+                if c.error or not c.right
+                else "verdict"
+                if c.verdict_right is False
+                else "not-finding"
+            )
+            if c.not_findings:
+                what += f" [findings on the `not` list: {', '.join(c.not_findings)}]"
+            out.append(
+                f"  [{tag}] {c.source}/{c.file} [{c.kernel[:40]}]: label {c.label}/{c.label_verdict}{acc}; {what}"
+            )
     unscored = [c for c in cases if not c.scored]
     if unscored:
         out.append("")

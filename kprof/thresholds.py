@@ -120,10 +120,12 @@ SMALL_GRID_ACTIVE_SM_FRACTION = 0.80
 """A grid is too small when the SMs are busy less than 80% of the elapsed time on average
 (sm__cycles_active.avg / elapsed) and the grid has fewer blocks than SMs x resident blocks."""
 
-MATRIX_LIKE_FFMA_SHARE = 0.20
-"""FP32 work is matrix-like when FFMA is >= 20% of all executed (or listed) instructions and the
-arithmetic intensity is past the FP32 ridge point: a GEMM's inner loop is FFMA plus operand
-loads (siboehm-style SGEMM kernels list 23-81% FFMA)."""
+MATRIX_LIKE_FFMA_SHARE = 0.10
+"""FP32 work can be matrix work only when FFMA is >= 10% of the executed (or listed) instructions: a GEMM's
+inner loop is FFMA plus operand loads and loop bookkeeping. A naive SGEMM issues about six instructions per
+FFMA (two loads, two address increments, compare, branch: 18% FFMA measured in the H200 validation gallery);
+tiled kernels list 23-81% (siboehm-style SGEMMs), cuBLAS ~88%. What makes it *matrix* work is the data flow
+(MATRIX_LOADED_OPERAND_SHARE, MATRIX_REUSE_MIN), not this share."""
 
 MATRIX_LIKE_MAX_SFU_SHARE = 0.05
 """...and special-function instructions (MUFU: sin, exp, rsqrt) stay under 5%: transcendental-
@@ -183,6 +185,14 @@ ATOMIC_HOT_SLICE_RATIO = 10.0
 """Contention on few addresses shows as one L2 slice's atomic unit running >= 10x the average
 slice (addresses hash across slices, so spread-out atomics load slices evenly; H200 has 96+
 slices, so a single hot address gives a ratio near the slice count)."""
+
+L2_REREAD_FACTOR = 2.0
+"""L2 at its roof does work the algorithm needs only when it carries each byte about once. ncu flushes the caches
+before each replay pass (``--cache-control all``, the default), so every byte a kernel reads reaches L2 from
+DRAM once: the L2 sectors read by the SMs over the DRAM sectors read is how often each byte is fetched again
+from L2. At >= 2 the L2 traffic is mostly re-reads that shared-memory or register reuse (larger tiles) removes:
+a fix, not healthy. (Measured in the H200 validation gallery: 15x for a dilated stencil, 116x for a 16x16-tile
+Triton matmul, ~1x for streams.)"""
 
 L2_STREAMING_READ_HIT_RATE = 0.50
 """When fewer than half of the L2 read sectors hit, the L2 is passing a DRAM stream through (every

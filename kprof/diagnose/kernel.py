@@ -37,6 +37,7 @@ from kprof.diagnose.roofline import (
     MEMORY_SOL,
     SOL_LEVEL_METRICS,
     TENSOR_PIPE_METRICS,
+    XU_PIPE_METRICS,
     Roofline,
     roofline,
     sm_active_fraction,
@@ -150,9 +151,13 @@ DERIVED: dict[str, str] = {
     "derived:fp32_flop_per_dram_byte": "FP32 FLOP/s / DRAM bytes/s (fadd + fmul + 2 x ffma)",
     "derived:tensor_utilization": "% of peak: tensor pipe's elapsed-cycle use, or tensor FLOP/s / peak",
     "derived:fp64_utilization": "% of peak: FP64 pipe's elapsed-cycle use, or FP64 FLOP/s / peak",
+    "derived:xu_utilization": "% of peak: the XU pipe's elapsed-cycle use, counted as work only when the SASS shows "
+    "special functions (MUFU), not conversions, fill it",
     "derived:l1_utilization": "% of peak: l1tex__throughput elapsed, or its active-cycle form x the SMs' busy fraction",
     "sass:ffma_share": "FFMA among executed SASS instructions (per-PC inst_executed; listed when not collected)",
     "sass:fp_arith_share": "FP32/FP16/FP64 arithmetic and MMA among executed SASS instructions",
+    "derived:fp_inst_share": "FP arithmetic among executed warp instructions: the SASS mix, else the FP thread "
+    "instruction counters x smsp__cycles_elapsed.avg / 32 / smsp__inst_executed.sum",
     "sass:fma_from_loads_share": "FMAs whose two multiplicands were both loaded from memory (SASS data flow)",
     "sass:load_bytes_per_fma": "bytes per thread loaded by LDS/LDSM/LDG/LD per executed FMA (SASS)",
     "sass:operand_reuse": "FMA multiplicand uses per loaded value (SASS data flow)",
@@ -181,6 +186,7 @@ RESOURCE_OF_UNIT = {
     "tensor": B.TENSOR_CORE_BOUND,
     "fp32": B.COMPUTE_BOUND,
     "fp64": B.COMPUTE_BOUND,
+    "xu": B.COMPUTE_BOUND,
     "issue": B.INSTRUCTION_BOUND,
 }
 UNIT_WORDS = {
@@ -190,11 +196,12 @@ UNIT_WORDS = {
     "tensor": "tensor-core throughput",
     "fp32": "FP32 pipe throughput",
     "fp64": "FP64 pipe throughput",
+    "xu": "special-function (XU) pipe throughput",
     "issue": "SM instruction issue",
 }
 MEMORY_UNITS = ("dram", "l2", "l1")
-USEFUL_UNITS = ("dram", "l2", "l1", "tensor", "fp32", "fp64")
-UNIT_PRIORITY = ("tensor", "fp64", "fp32", "dram", "l2", "l1", "issue")
+USEFUL_UNITS = ("dram", "l2", "l1", "tensor", "fp32", "fp64", "xu")
+UNIT_PRIORITY = ("tensor", "fp64", "fp32", "xu", "dram", "l2", "l1", "issue")
 """When several units are near their peak, the one named is the first here: the FLOP pipes and DRAM carry the
 program's own work (FLOPs, bytes that must cross the memory bus); caches carry traffic derived from it."""
 
@@ -277,6 +284,7 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
         "derived:sm_active_pct": lambda: _times100(sm_active_fraction(k)),
         "derived:tail_wave_efficiency": lambda: _tail_efficiency(k.value(WAVES)),
         "derived:dram_bytes": lambda: dram_bytes(k),
+        "derived:fp_inst_share": lambda: fp_inst_share(k),
     }
     if name in simple:
         return simple[name]()
@@ -286,13 +294,18 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
         return fl / 1e12 if fl is not None else None
     if name == "derived:fp32_flop_per_dram_byte":
         return _ratio(roof.flops.get("fp32"), roof.bytes_per_s.get("dram"))
-    sass = analyze_sass(k.sass)
-    fp = sass.share(sass.fp32 + sass.fp16 + sass.fp64 + sass.mma) if not sass.empty else None
-    units = _units(roof, fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE)
+    fp = fp_inst_share(k)
+    units = _units(
+        roof,
+        fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE,
+        issue=_issue_elapsed(k),
+        xu_is_math=xu_is_math(analyze_sass(k.sass)),
+    )
     key = {
         "derived:fp32_utilization": "fp32",
         "derived:tensor_utilization": "tensor",
         "derived:fp64_utilization": "fp64",
+        "derived:xu_utilization": "xu",
         "derived:l1_utilization": "l1",
     }.get(name)
     if key is not None and key in units:
@@ -613,11 +626,8 @@ class _Facts:
         return max(levels, key=lambda x: x[1]) if levels else ("dram", 0.0)
 
     def fp_share(self) -> float | None:
-        """FP arithmetic (FP32/FP16/FP64 and MMA) among executed instructions, from the SASS; None without it."""
-        s = self.sass
-        if s.empty:
-            return None
-        return s.share(s.fp32 + s.fp16 + s.fp64 + s.mma)
+        """FP arithmetic among executed instructions (:func:`fp_inst_share`); None when the report cannot say."""
+        return fp_inst_share(self.k, self.sass)
 
     def duration_evidence(self) -> Evidence | None:
         if self.duration_ns is None:
@@ -633,27 +643,83 @@ class _Facts:
         )
 
 
-def _units(roof: Roofline, fp_heavy: bool | None = None) -> dict[str, float]:
+_FP_THREAD_OPS = ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma")
+ISSUE_ELAPSED = "sm__inst_executed.avg.pct_of_peak_sustained_elapsed"
+
+
+def fp_inst_share(k: KernelLaunch, sass: SassSummary | None = None) -> float | None:
+    """FP arithmetic (FP32/FP16/FP64 and MMA) among the executed warp instructions.
+
+    From the SASS (per-PC ``inst_executed``, else the listing); without SASS (a CSV export), from the thread
+    instruction counters: ``sum of smsp__sass_thread_inst_executed_op_<fp op>_pred_on.sum.per_cycle_elapsed x
+    smsp__cycles_elapsed.avg / 32 / smsp__inst_executed.sum`` (full warps assumed, so it can only be low).
+    """
+    s = sass if sass is not None else analyze_sass(k.sass)
+    if not s.empty:
+        return s.share(s.fp32 + s.fp16 + s.fp64 + s.mma)
+    rates = [
+        k.value(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
+        for op in _FP_THREAD_OPS
+    ]
+    cycles, executed = k.value("smsp__cycles_elapsed.avg"), k.value("smsp__inst_executed.sum")
+    if not any(r is not None for r in rates) or not cycles or not executed:
+        return None
+    return min(1.0, sum(r or 0.0 for r in rates) * cycles / th.WARP_SIZE / executed)
+
+
+_XU_CONVERSIONS = ("F2F", "F2I", "I2F", "FRND", "I2FP", "F2IP")
+
+
+def xu_is_math(sass: SassSummary) -> bool:
+    """True when special functions (MUFU) outnumber the conversions that share the XU pipe in the SASS."""
+    conversions = sum(sass.by_mnemonic.get(m, 0.0) for m in _XU_CONVERSIONS)
+    return sass.special_function > 0 and sass.special_function >= conversions
+
+
+def _issue_elapsed(k: KernelLaunch) -> float | None:
+    """Instruction issue over the elapsed cycles (0..1): ``sm__inst_executed`` elapsed, else issue-active x the
+    SMs' busy fraction."""
+    v = k.value(ISSUE_ELAPSED)
+    if v is not None:
+        return v / 100.0
+    hit, busy = _first(k, ISSUE_ACTIVE), sm_active_fraction(k)
+    return hit[1] / 100.0 * busy if hit is not None and busy is not None else None
+
+
+def _units(
+    roof: Roofline, fp_heavy: bool | None = None, issue: float | None = None, xu_is_math: bool = False
+) -> dict[str, float]:
     """Each unit's use over the kernel's elapsed time (0..1).
 
     FP32: achieved FLOP/s over peak; for a kernel whose executed instructions are mostly FP arithmetic
     (``fp_heavy``), the FMA pipe's elapsed-cycle use when larger (it also counts the FMA pipe's issue slots that
     a FLOP count does not show, e.g. on GPUs where an FFMA warp instruction occupies the pipe two cycles). The FMA
-    pipe alone stands in when the report has no FLOP counts.
+    pipe alone stands in when the report has no FLOP counts. For such a kernel the instruction issue over elapsed
+    cycles (``issue``) is the FP32 pipe's roof as well: the issue slots carry the math.
     """
     u = roof.utilization
     out: dict[str, float] = {}
     for level in MEMORY_UNITS:
         if level in u:
             out[level] = u[level]
-    tensor = [u[x] for x in ("tensor_pipe", "flops_tensor") if x in u]
-    if tensor:
-        out["tensor"] = max(tensor)
+    if roof.tensor_path is not None and "flops_tensor" in u and roof.flops.get("tensor"):
+        # the report names its tensor data paths: judge against the fastest path for the input type (an HMMA
+        # kernel whose pipe is busy sits below the HGMMA roof of the same GPU)
+        out["tensor"] = u["flops_tensor"]
+    else:
+        tensor = [u[x] for x in ("tensor_pipe", "flops_tensor") if x in u]
+        if tensor:
+            out["tensor"] = max(tensor)
     fp32 = u.get("flops_fp32")
     if "fma_pipe" in u and (fp32 is None or fp_heavy):
         fp32 = max(fp32 or 0.0, u["fma_pipe"])
+    if fp_heavy and issue is not None and fp32 is not None:
+        # Most issue slots carry FP math: the SMs' instruction issue is the FP32 pipe's feed, its roof too.
+        fp32 = max(fp32, issue)
     if fp32 is not None:
         out["fp32"] = fp32
+    if "xu_pipe" in u and xu_is_math:
+        out["xu"] = u["xu_pipe"]
     fp64 = [u[x] for x in ("fp64_pipe", "flops_fp64") if x in u]
     if fp64:
         out["fp64"] = max(fp64)
@@ -665,7 +731,7 @@ def _units(roof: Roofline, fp_heavy: bool | None = None) -> dict[str, float]:
 def _facts(k: KernelLaunch, duration_ns: float | None, label: str) -> _Facts:
     roof = roofline(k)
     sass = analyze_sass(k.sass)
-    fp = sass.share(sass.fp32 + sass.fp16 + sass.fp64 + sass.mma) if not sass.empty else None
+    fp = fp_inst_share(k, sass)
     f = _Facts(
         k=k,
         roof=roof,
@@ -673,7 +739,12 @@ def _facts(k: KernelLaunch, duration_ns: float | None, label: str) -> _Facts:
         flow=dataflow(k.sass),
         duration_ns=duration_ns,
         duration_label=label,
-        util=_units(roof, fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE),
+        util=_units(
+            roof,
+            fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE,
+            issue=_issue_elapsed(k),
+            xu_is_math=xu_is_math(sass),
+        ),
     )
     if not roof.has_sol:
         f.missing.add("sol")
@@ -813,11 +884,15 @@ def _global_ideal(f: _Facts, which: str, spr: float | None) -> tuple[float, str]
             f"ncu's ideal sectors of the executed {which} ({int(ideal)} of {int(actual)} sectors moved)"
         )
     width = f.sass.global_load_bytes_per_thread if which == "loads" else f.sass.global_store_bytes_per_thread
+    if which == "loads" and not f.sass.weighted and f.sass.global_load_max_bytes:
+        width = (
+            f.sass.global_load_max_bytes
+        )  # a listing without executed counts: the widest load, conservatively
     w = width if width is not None else 4.0
     active = f.v(THREADS_PER_INST_PRED_ON) or f.v(THREADS_PER_INST) or float(th.WARP_SIZE)
     lanes = min(float(th.WARP_SIZE), max(1.0, active))
     ideal_spr = max(1.0, w * lanes / th.SECTOR_BYTES)
-    src = "executed" if f.sass.weighted else "listed" if not f.sass.empty else "assumed (no SASS)"
+    src = "executed" if f.sass.weighted else "widest listed" if not f.sass.empty else "assumed (no SASS)"
     return ideal_spr, f"{w:.3g} B ({src} width) x {lanes:.3g} active lanes / {th.SECTOR_BYTES} B sectors"
 
 
@@ -953,30 +1028,34 @@ def _l1_wavefront_excess(f: _Facts) -> _Mech | None:
     wpr = metric_value(f.k, "derived:l1_wavefronts_per_lsu_request")
     if wpr is None or f.sass.empty or f.sass.shared_loads + f.sass.shared_stores > 0:
         return None
-    width = f.sass.global_load_bytes_per_thread or 4.0
+    # Without executed counts the listing's mean width would count a cold scalar remainder loop as much as the
+    # vector loop: the widest listed load is the conservative ideal for an estimate.
+    width = (f.sass.global_load_bytes_per_thread if f.sass.weighted else f.sass.global_load_max_bytes) or 4.0
     ideal = max(1.0, width * th.WARP_SIZE / (th.SHARED_BANKS * th.SHARED_BANK_BYTES))
     if wpr <= ideal * th.COALESCING_TOLERANCE:
         return None
     waste = 1.0 - ideal / wpr
-    l1 = f.util.get("l1", 0.0)
-    savings = waste * _scale_to_limiter(f, l1, GLOBAL_STALLS)
+    # the scattered sectors cross L1, L2 and DRAM alike: the waste is paid in the busiest memory level
+    mem_unit, mem_util = f.mem_max()
+    savings = waste * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
     wpr_r = round(wpr, 2)
     ev = [
         Evidence(
             name="L1 wavefronts per LSU request",
             value=wpr_r,
             unit="wavefronts/request",
-            reference=f"ideal {ideal:g} for {width:.3g}-byte accesses (listed SASS width); no shared-memory "
-            "instructions in the SASS, so the wavefronts are global memory's",
+            reference=f"ideal {ideal:g} = {width:.3g} B x {th.WARP_SIZE} lanes / 128 B per wavefront ("
+            + ("executed" if f.sass.weighted else "widest listed")
+            + " load width); no shared-memory instructions in the SASS, so the wavefronts are global memory's",
             reference_value=ideal,
             metric="derived:l1_wavefronts_per_lsu_request",
         ),
         Evidence(
-            name="L1/shared-memory bandwidth used",
-            value=round(100 * l1, 1),
+            name=f"{UNIT_WORDS[mem_unit]} used",
+            value=round(100 * mem_util, 1),
             unit="% of peak",
-            reference="the waste is paid in the L1 data pipe",
-            metric=_unit_metric(f, "l1"),
+            reference="the waste is paid in the busiest memory level",
+            metric=_unit_metric(f, mem_unit),
         ),
     ]
     exp = [
@@ -997,7 +1076,7 @@ def _l1_wavefront_excess(f: _Facts) -> _Mech | None:
         savings=savings,
         headline=(
             f"Uncoalesced global access (estimated): {wpr_r:g} L1 wavefronts per memory request against an ideal "
-            f"{ideal:g}; the L1 data pipe is at {_pc(l1)}% of its peak moving sectors nobody asked for."
+            f"{ideal:g}; {UNIT_WORDS[mem_unit]} is at {_pc(mem_util)}% of its peak moving sectors nobody asked for."
         ),
         evidence=ev,
         mechanism=(
@@ -1011,7 +1090,7 @@ def _l1_wavefront_excess(f: _Facts) -> _Mech | None:
         expect=exp,
         confidence=0.5,
         would_raise="the memory tables (--section MemoryWorkloadAnalysis_Tables) for the sectors per request",
-        inflates=("l1",),
+        inflates=MEMORY_UNITS,
         waste=waste,
     )
 
@@ -1432,8 +1511,17 @@ def _atomics(f: _Facts) -> _Mech | None:
 
 
 def _divergence(f: _Facts) -> _Mech | None:
+    """Lanes masked off in executed warp instructions: the SM issues an instruction for fewer useful lanes.
+
+    Physics: divergent paths run one after another, each in the warp's issue slots. That costs time when issue is
+    what limits the kernel; with the schedulers issuing below LATENCY_BOUND_FRACTION of their slots (the SMs wait on
+    memory), the masked lanes occupy slots that were free anyway.
+    """
     r = f.v(THREADS_PER_INST)
     if r is None or r >= th.DIVERGENCE_ACTIVE_THREADS:
+        return None
+    issue_util = f.util.get("issue")
+    if issue_util is not None and issue_util < th.LATENCY_BOUND_FRACTION:
         return None
     tpb = f.k.threads_per_block
     partial = tpb is not None and tpb % th.WARP_SIZE != 0 and tpb < th.WARP_SIZE
@@ -1504,7 +1592,7 @@ def _divergence(f: _Facts) -> _Mech | None:
         would_raise="SourceCounters (per-line divergence) to point at the branch"
         if "source" in f.missing
         else "",
-        inflates=("issue", "fp32", "fp64", "tensor"),
+        inflates=("issue", "fp32", "fp64", "tensor", "xu"),
         waste=1.0 - efficiency,
     )
 
@@ -1614,8 +1702,12 @@ def _grid(f: _Facts) -> _Mech | None:
         )
     if waves is not None and waves > th.TAIL_MIN_WAVES:
         eff = waves / math.ceil(waves)
-        # Only the last wave idles: the loss is that wave's empty share over all (whole) waves.
+        # Only the last wave idles: the loss is that wave's empty share over all (whole) waves, if waves took
+        # equal time. Blocks of unequal length fill the tail, so the loss can be no larger than the SMs' measured
+        # idle time (1 - busy fraction) when the report has it.
         savings = 1.0 - eff
+        if active is not None:
+            savings = min(savings, 1.0 - active)
         if savings < th.MIN_MECHANISM_SAVINGS:
             return None
         ev = [
@@ -1634,6 +1726,16 @@ def _grid(f: _Facts) -> _Mech | None:
                 metric="launch__grid_size",
             ),
         ]
+        if active is not None:
+            ev.append(
+                Evidence(
+                    name="SM busy fraction",
+                    value=round(100 * active, 1),
+                    unit="%",
+                    reference="the tail can cost at most the SMs' idle time",
+                    metric="derived:sm_active_pct",
+                )
+            )
         exp = [
             Expectation(
                 metric="derived:tail_wave_efficiency",
@@ -2038,6 +2140,177 @@ def _operand_reload(f: _Facts) -> _Mech | None:
     )
 
 
+L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
+DRAM_READ_SECTORS = "dram__sectors_read.sum"
+
+
+def _l2_rereads(f: _Facts) -> _Mech | None:
+    """L2 at its roof while carrying each byte many times: re-reads that reuse in shared memory or registers removes.
+
+    The excess sectors of uncoalesced accesses (ncu's theoretical minus ideal sectors) are left out: they are
+    :func:`_uncoalesced`'s waste, not data read twice.
+
+    Physics: ncu flushes the caches before each replay pass (``--cache-control all``, the default), so every byte
+    the kernel reads crosses DRAM into L2 once; the L2 sectors the SMs read over the DRAM sectors read is the number
+    of times each byte is fetched from L2 (L2_REREAD_FACTOR). The compulsory share of the L2 traffic is the inverse;
+    the rest is the waste, and with it gone the kernel runs at the pace of its next unit.
+    """
+    l2 = f.util.get("l2")
+    reads, dram_reads = f.v(L2_READ_SECTORS), f.v(DRAM_READ_SECTORS)
+    excess = (f.v(L2_THEORETICAL_SECTORS) or 0.0) - (f.v(L2_THEORETICAL_SECTORS_IDEAL) or 0.0)
+    if reads is not None and excess > 0:
+        reads = max(
+            0.0, reads - excess
+        )  # sectors of uncoalesced accesses are that rule's waste, not re-reads
+    if dram_reads is None:
+        dram_rd_bytes = f.v("dram__bytes_read.sum")
+        dram_reads = dram_rd_bytes / th.SECTOR_BYTES if dram_rd_bytes is not None else None
+    if l2 is None or reads is None or not dram_reads or l2 < th.LATENCY_BOUND_FRACTION or l2 < f.u_max - 0.05:
+        return None
+    factor = reads / dram_reads
+    if factor < th.L2_REREAD_FACTOR:
+        return None
+    waste = 1.0 - 1.0 / factor
+    others = max((v for u, v in f.util.items() if u not in ("l2", "issue")), default=0.0)
+    after = max(l2 * (1.0 - waste), others)
+    savings = max(0.0, 1.0 - after / max(f.u_max, 1e-9))
+    factor_r = round(factor, 1)
+    ev = [
+        Evidence(
+            name="L2 cache bandwidth used",
+            value=round(100 * l2, 1),
+            unit="% of peak",
+            reference="the busiest unit",
+            metric=_unit_metric(f, "l2"),
+        ),
+        Evidence(
+            name="L2 sectors read by the SMs",
+            value=int(reads),
+            unit="sectors",
+            reference=f"{factor_r:g}x the {int(dram_reads)} sectors read from DRAM: each byte is fetched {factor_r:g} "
+            "times from L2 (caches are flushed before the kernel, so DRAM delivers each byte once)",
+            reference_value=int(dram_reads),
+            metric=L2_READ_SECTORS,
+        ),
+    ]
+    exp = [
+        Expectation(
+            metric=L2_READ_SECTORS,
+            direction=Direction.DOWN,
+            target=round(dram_reads * th.L2_REREAD_FACTOR, 0),
+            unit="sectors",
+            value_now=reads,
+            label="L2 sectors read by the SMs",
+        )
+    ]
+    t = _time_expectation(f, savings)
+    if t:
+        exp.append(t)
+    return _Mech(
+        bottleneck=B.L2_BANDWIDTH_BOUND,
+        savings=savings,
+        headline=(
+            f"L2 saturated by re-reads: L2 at {_pc(l2)}% of peak while each byte is fetched {factor_r:g} times from "
+            "it; the traffic is mostly data the kernel already read."
+        ),
+        evidence=ev,
+        mechanism=(
+            "Blocks (or iterations) read the same data again from L2 instead of keeping it on chip: small tiles "
+            "reload their operands for every step, or neighbouring elements are re-fetched by many threads."
+        ),
+        fix=(
+            "Reuse on chip: larger tiles staged in shared memory (each operand loaded once per block and used by "
+            "all its threads), keep reused values in registers, or swizzle/cluster the blocks that share data."
+        ),
+        expect=exp,
+        confidence=0.7,
+        would_raise="",
+        inflates=("l2",),
+        waste=waste,
+        blocks_healthy=True,
+    )
+
+
+def _path_metric(path: str) -> str:
+    return "sm__ops_path_tensor_" + ("" if path.startswith("src_") else "op_") + path
+
+
+def _slow_tensor_path(f: _Facts) -> _Mech | None:
+    """Tensor work at the ceiling of a slower data path than the GPU offers for the same input type.
+
+    Physics: each tensor data path has its own ceiling (ncu's ``sm__ops_path_tensor_<path>`` peaks); on sm_90 the
+    ``mma.sync`` path (HMMA) peaks at 2/3 of warpgroup MMA (HGMMA) for BF16/FP16. A kernel at >= the healthy
+    fraction of its path's ceiling is at *that* roof, and the GPU's roof for its data is the fastest path's.
+    """
+    path, achieved, best = f.roof.tensor_path, f.roof.flops.get("tensor"), f.roof.peak_flops.get("tensor")
+    used_peak = f.roof.tensor_path_peaks.get(path or "")
+    if not path or not achieved or not best or not used_peak or best <= used_peak * th.COALESCING_TOLERANCE:
+        return None
+    used = achieved / used_peak
+    if used < th.HEALTHY_FRACTION_OF_PEAK:
+        return None  # not even at its own path's ceiling: the gap is elsewhere
+    best_path = max(
+        (p for p, v in f.roof.tensor_path_peaks.items() if v == best), key=len, default="the fastest path"
+    )
+    savings = max(0.0, 1.0 - achieved / (best * th.HEALTHY_FRACTION_OF_PEAK))
+    tf = round(achieved / 1e12, 1)
+    ev = [
+        Evidence(
+            name=f"tensor FLOP/s on the {path} path",
+            value=tf,
+            unit="TFLOP/s",
+            reference=f"{round(100 * used, 1):g}% of that path's ceiling ({used_peak / 1e12:.0f} TFLOP/s)",
+            reference_value=round(used_peak / 1e12, 1),
+            metric=f"{_path_metric(path)}.sum.per_second",
+        ),
+        Evidence(
+            name="fastest tensor path for the same inputs",
+            value=round(best / 1e12, 1),
+            unit="TFLOP/s",
+            reference=f"{best_path}: the roof of this GPU for the kernel's data type",
+            metric=f"{_path_metric(best_path)}.sum.peak_sustained_elapsed.per_second",
+        ),
+    ]
+    exp = [
+        Expectation(
+            metric="derived:tensor_utilization",
+            direction=Direction.UP,
+            target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
+            unit="%",
+            value_now=metric_value(f.k, "derived:tensor_utilization"),
+            label="tensor FLOP/s as % of the fastest path's peak",
+        )
+    ]
+    t = _time_expectation(f, savings, fix_unit="tensor")
+    if t:
+        exp.append(t)
+    return _Mech(
+        bottleneck=B.TENSOR_CORE_BOUND,
+        savings=savings,
+        headline=(
+            f"Tensor cores at the ceiling of a slower path: {tf:g} TFLOP/s on {path} is {round(100 * used, 1):g}% of "
+            f"that path's peak but {_pc(achieved / best)}% of the {best / 1e12:.0f} TFLOP/s that {best_path} reaches "
+            "on this GPU."
+        ),
+        evidence=ev,
+        mechanism=(
+            "The matrix instructions the kernel issues (e.g. mma.sync, SASS HMMA, on Hopper) have a lower peak than "
+            "the GPU's fastest tensor path for the same inputs (warpgroup MMA, SASS HGMMA, fed by TMA)."
+        ),
+        fix=(
+            "Use the fastest MMA the GPU has for this data type: on sm_90, warpgroup MMA (wgmma / HGMMA) with TMA "
+            "loads, through CUTLASS 3.x, cuBLAS(Lt), or Triton's Hopper matmul, instead of mma.sync/WMMA."
+        ),
+        expect=exp,
+        confidence=0.75,
+        would_raise="",
+        inflates=("tensor",),
+        waste=0.0,
+        blocks_healthy=True,
+        fix_unit="tensor",
+    )
+
+
 def _instruction_bound(f: _Facts) -> _Mech | None:
     """The SM issues near its peak while no memory level or FP pipe is busy: the instructions are overhead.
 
@@ -2078,14 +2351,14 @@ def _instruction_bound(f: _Facts) -> _Mech | None:
     if fp_share is not None:
         ev.append(
             Evidence(
-                name="FP arithmetic share of executed instructions"
-                if f.sass.weighted
-                else "FP arithmetic share of the SASS listing",
+                name="FP arithmetic share of the SASS listing"
+                if not f.sass.empty and not f.sass.weighted
+                else "FP arithmetic share of executed instructions",
                 value=round(100 * fp_share, 1),
                 unit="%",
                 reference=f"below {100 * th.FP_HEAVY_SHARE:.0f}%: most issue slots carry no math",
                 reference_value=round(100 * th.FP_HEAVY_SHARE, 1),
-                metric="sass:fp_arith_share",
+                metric="sass:fp_arith_share" if not f.sass.empty else "derived:fp_inst_share",
             )
         )
     executed = f.v("smsp__inst_executed.sum")
@@ -2125,6 +2398,7 @@ def _instruction_bound(f: _Facts) -> _Mech | None:
 
 MECHANISMS: tuple[Callable[[_Facts], _Mech | None], ...] = (
     _operand_reload,
+    _l2_rereads,
     _uncoalesced,
     _bank_conflicts,
     _local_memory,
@@ -2133,6 +2407,7 @@ MECHANISMS: tuple[Callable[[_Facts], _Mech | None], ...] = (
     _grid,
     _occupancy,
     _no_tensor_cores,
+    _slow_tensor_path,
     _instruction_bound,
 )
 
@@ -2313,6 +2588,9 @@ def _healthy(
             else ""
         ),
         "fp64": "Do fewer FP64 FLOPs (mixed precision where accuracy allows); the FP64 pipes are at their roof.",
+        "xu": "Evaluate fewer special functions: hoist them out of loops, use identities (one sincos instead of sin "
+        "and cos, exp2 with a folded scale), or polynomial approximations on the FMA pipe where accuracy allows; "
+        "the special-function pipe is at its roof.",
     }.get(unit, "Do less work.")
     return Diagnosis(
         subject=_subject(k),
@@ -2425,6 +2703,8 @@ def _unit_metric(f: _Facts, unit: str) -> str:
         return f"derived:{unit}_utilization" if unit == "l1" else SOL_LEVEL_METRICS[unit][0]
     if unit == "issue":
         return COMPUTE_SOL
+    if unit == "xu" and f.v(XU_PIPE_METRICS[0]) is not None:
+        return XU_PIPE_METRICS[0]
     return f"derived:{unit}_utilization"
 
 
@@ -2534,17 +2814,26 @@ def _resource_diagnosis(
         < th.LATENCY_BOUND_FRACTION
     )
     at_roof = util >= th.HEALTHY_FRACTION_OF_PEAK
-    why = _why_not_healthy(f, unit, found) if at_roof and not latency else ""
     stalls = stall_reasons(k)
     top = next(iter(stalls), None)
     dependent = _dependent_words(f) if (latency or unit in MEMORY_UNITS) else None
+    if dependent is not None and not latency:
+        # The memory level is busy with the sectors of data-dependent loads (a chase, gather or probe: one
+        # sector per lane by nature). Its *useful* work is what counts: below the roof, the kernel waits on
+        # loads it cannot issue before the previous one returns; that is latency, whatever the raw utilisation.
+        waste = max((m.waste for m in found if unit in m.inflates), default=0.0)
+        if util * (1.0 - waste) < th.HEALTHY_FRACTION_OF_PEAK:
+            latency = True
+    why = _why_not_healthy(f, unit, found) if at_roof and not latency else ""
     ev: list[Evidence] = [
         Evidence(
             name=f"busiest unit: {UNIT_WORDS[unit]}",
             value=round(100 * util, 1),
             unit="% of peak",
             reference=(
-                f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}% everywhere: latency bound (ncu's SOL rule)"
+                "busy with the scattered sectors of data-dependent loads, not with work it streams"
+                if latency and dependent is not None
+                else f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}% everywhere: latency bound (ncu's SOL rule)"
                 if latency
                 else f"at or above the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof, but {why}"
                 if at_roof
@@ -2569,12 +2858,13 @@ def _resource_diagnosis(
     )
     if latency:
         bott = B.LATENCY_BOUND
-        headline = f"Latency bound: no unit is above {_pc(util)}% of its peak" + (
-            "; the global loads' addresses come from loaded data (a chase or gather)."
+        headline = (
+            f"Latency bound by data-dependent loads: the global loads' addresses come from loaded data (a chase, "
+            f"gather or probe), so few loads are in flight; {UNIT_WORDS[unit]} at {_pc(util)}% of peak carries "
+            "their scattered sectors."
             if dependent is not None
-            else f"; warps mostly stall {STALL_WORDS.get(top, (top, ''))[0]}."
-            if top
-            else "."
+            else f"Latency bound: no unit is above {_pc(util)}% of its peak"
+            + (f"; warps mostly stall {STALL_WORDS.get(top, (top, ''))[0]}." if top else ".")
         )
         mechanism = (
             "Too little independent work is in flight to keep any unit busy; each warp waits on the "
@@ -2619,6 +2909,7 @@ def _resource_diagnosis(
             "tensor": "Feed the tensor cores better: larger tiles, deeper async pipelines (TMA/cp.async), fewer epilogue stalls.",
             "fp32": "Raise FMA density: fewer non-FMA instructions per FLOP.",
             "fp64": "Raise FP64 FMA density (DFMA instead of DMUL+DADD).",
+            "xu": "Evaluate fewer special functions per result, or move some to polynomial approximations on the FMA pipe.",
             "issue": "Execute fewer instructions per result.",
         }[unit]
         if at_roof and not f.fills_gpu():

@@ -82,6 +82,8 @@ TENSOR_PIPE_METRICS = (
 )
 FMA_PIPE_METRICS = ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",)
 FP64_PIPE_METRICS = ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",)
+XU_PIPE_METRICS = ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",)
+"""The transcendental and data-conversion unit (MUFU: sin, cos, exp2, log2, rcp, rsqrt; F2F/F2I/I2F)."""
 SM_ACTIVE_CYCLES = "sm__cycles_active.avg"
 SM_ELAPSED_CYCLES = ("sm__cycles_elapsed.avg", "gpc__cycles_elapsed.max")
 SM_CLOCKS = ("sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second")
@@ -151,12 +153,22 @@ class Roofline:
     """Which tensor data path ``flops["tensor"]``/``peak_flops["tensor"]`` refer to (Hopper+ reports name it,
     e.g. ``hgmma_src_bf16_dst_fp32``): the busiest one, or the TF32 path when no tensor op ran (the ceiling
     FP32 matrix code would move to)."""
+    tensor_path_peaks: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Every tensor data path's ceiling (FLOP/s), keyed like ``tensor_path``; ``peak_flops["tensor"]`` is the fastest
+    dense one for the used path's input type."""
     utilization: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """SpeedOfLight fractions of peak: ``compute``, ``memory``, ``dram``, ``l2``, ``l1``, ``tensor_pipe``,
-    ``fma_pipe``, ``fp64_pipe``, and ``flops_<precision>`` (achieved / peak FLOP/s)."""
+    ``fma_pipe``, ``fp64_pipe``, ``xu_pipe``, and ``flops_<precision>`` (achieved / peak FLOP/s)."""
 
     def __post_init__(self) -> None:
-        for name in ("flops", "peak_flops", "bytes_per_s", "peak_bytes_per_s", "utilization"):
+        for name in (
+            "flops",
+            "peak_flops",
+            "bytes_per_s",
+            "peak_bytes_per_s",
+            "tensor_path_peaks",
+            "utilization",
+        ):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
@@ -200,9 +212,18 @@ def _clock(k: KernelLaunch, unit: str) -> float | None:
 _TENSOR_PATH = re.compile(r"^sm__ops_path_tensor_(\w+?)\.sum\.per_second$")
 
 
-def _tensor_paths(k: KernelLaunch, flops: dict[str, float], peak: dict[str, float]) -> str | None:
+_PATH_SRC = re.compile(r"src_([a-z0-9]+)")
+
+
+def _tensor_paths(
+    k: KernelLaunch, flops: dict[str, float], peak: dict[str, float], paths: dict[str, float]
+) -> str | None:
     """Hopper+ reports: ``sm__ops_path_tensor_<path>.sum.per_second`` (ops = FLOP) and its
-    ``.sum.peak_sustained_elapsed.per_second`` ceiling, one per data path. Returns the path used."""
+    ``.sum.peak_sustained_elapsed.per_second`` ceiling, one per data path. Returns the path used.
+
+    The tensor ceiling is the fastest dense path for the used path's input type: on sm_90 ``mma.sync`` (HMMA)
+    BF16 peaks at 2/3 of warpgroup MMA (HGMMA) BF16, and a kernel at the HMMA ceiling is 1.5x from the GPU's
+    roof. ``paths`` receives every path's ceiling (FLOP/s)."""
     achieved: dict[str, float] = {}
     ceilings: dict[str, float] = {}
     for name in k.metrics:
@@ -222,6 +243,7 @@ def _tensor_paths(k: KernelLaunch, flops: dict[str, float], peak: dict[str, floa
             ceilings[path] = c
     if not ceilings:
         return None
+    paths.update(ceilings)
     total = sum(achieved.values())
     busiest = max(achieved, key=lambda p: achieved[p]) if total > 0 else None
     if busiest is None:
@@ -230,7 +252,18 @@ def _tensor_paths(k: KernelLaunch, flops: dict[str, float], peak: dict[str, floa
         pool = tf32 or dense or list(ceilings)
         busiest = max(pool, key=lambda p: ceilings[p])
     flops["tensor"] = total
-    if busiest in ceilings:
+    src = _PATH_SRC.search(busiest)
+    same = [
+        p
+        for p in ceilings
+        if src
+        and _PATH_SRC.search(p)
+        and _PATH_SRC.search(p).group(1) == src.group(1)  # type: ignore[union-attr]
+        and ("sparsity_on" in p) == ("sparsity_on" in busiest)
+    ]
+    if same:
+        peak["tensor"] = max(ceilings[p] for p in same)
+    elif busiest in ceilings:
         peak["tensor"] = ceilings[busiest]
     return busiest.removeprefix("op_")
 
@@ -271,7 +304,8 @@ def roofline(k: KernelLaunch) -> Roofline:
         pk = _v(k, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
         if pk is not None and sm_clock:
             peak[prec] = 2 * pk * sm_clock
-    tensor_path = _tensor_paths(k, flops, peak)
+    path_peaks: dict[str, float] = {}
+    tensor_path = _tensor_paths(k, flops, peak, path_peaks)
     if tensor_path is None:
         tensor_peak = _v(k, "derived__sm__inst_executed_pipe_tensor_x512")
         if tensor_peak is None:
@@ -321,6 +355,7 @@ def roofline(k: KernelLaunch) -> Roofline:
         ("tensor_pipe", TENSOR_PIPE_METRICS),
         ("fma_pipe", FMA_PIPE_METRICS),
         ("fp64_pipe", FP64_PIPE_METRICS),
+        ("xu_pipe", XU_PIPE_METRICS),
     ):
         pv = _elapsed_pct(k, names, busy)
         if pv is not None:
@@ -331,6 +366,7 @@ def roofline(k: KernelLaunch) -> Roofline:
     return Roofline(
         duration_ns=duration,
         tensor_path=tensor_path,
+        tensor_path_peaks={p.removeprefix("op_"): v for p, v in path_peaks.items()},
         flops=flops,
         peak_flops=peak,
         bytes_per_s=bps,

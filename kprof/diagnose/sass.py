@@ -80,6 +80,8 @@ class SassSummary:
     global_stores: float = 0.0
     global_load_bytes_per_thread: float | None = None
     """Executed-weighted mean access width of global loads (4 for LDG.E, 16 for LDG.E.128)."""
+    global_load_max_bytes: float | None = None
+    """The widest global load that executed (any listed one when the listing has no executed counts)."""
     global_store_bytes_per_thread: float | None = None
     shared_loads: float = 0.0
     shared_stores: float = 0.0
@@ -452,6 +454,7 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     total = 0.0
     acc: dict[str, float] = defaultdict(float)
     width_sum: dict[str, float] = defaultdict(float)
+    widest: dict[str, int] = {}
     dynamic_local = False
     local_lines: set[tuple[str, int]] = set()
     for s in lines:
@@ -494,6 +497,8 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
             )
             acc[key] += w
             width_sum[key] += w * access_bytes(s.opcode)
+            if w > 0:
+                widest[key] = max(widest.get(key, 0), access_bytes(s.opcode))
         elif mn in GLOBAL_ATOMICS:
             acc["gatom"] += w
         elif mn in SHARED_ATOMICS:
@@ -522,6 +527,7 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
         global_loads=acc.get("gld", 0.0),
         global_stores=acc.get("gst", 0.0),
         global_load_bytes_per_thread=width("gld"),
+        global_load_max_bytes=widest.get("gld"),
         global_store_bytes_per_thread=width("gst"),
         shared_loads=acc.get("sld", 0.0),
         shared_stores=acc.get("sst", 0.0),

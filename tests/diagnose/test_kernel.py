@@ -273,7 +273,9 @@ def test_bank_conflicts_when_shared_pipe_is_saturated() -> None:
     assert d.bottleneck is B.SHARED_BANK_CONFLICTS and d.verdict is Verdict.FIX
     assert d.evidence[0].value == 16.5 and d.evidence[0].reference_value == 1
     # the expectation is the quantity the evidence quotes (wavefronts per shared *load*), with its value
-    assert d.expect[0].metric == "derived:shared_load_wavefronts_per_request" and d.expect[0].value_now == 16.5
+    assert (
+        d.expect[0].metric == "derived:shared_load_wavefronts_per_request" and d.expect[0].value_now == 16.5
+    )
     assert "33" in d.fix  # the padding
 
 
@@ -390,10 +392,32 @@ def test_small_grid() -> None:
 
 
 def test_tail_effect() -> None:
-    d = diag(mk({WAVES: 1.5, SOL: 50.0, MEM: 50.0, DRAM: 50.0, ISSUE: 70.0, LONG_SB: 1.0}))
+    # 1.5 waves: the second wave half full, the SMs busy 76% of the time
+    d = diag(
+        mk(
+            {
+                WAVES: 1.5,
+                SOL: 50.0,
+                MEM: 50.0,
+                DRAM: 50.0,
+                ISSUE: 70.0,
+                LONG_SB: 1.0,
+                "sm__cycles_active.avg": 760.0,
+            }
+        )
+    )
     assert d.bottleneck is B.TAIL_EFFECT
     assert d.expect[0].metric == "derived:tail_wave_efficiency"
     assert d.expect[0].value_now == pytest.approx(0.75)
+    # the tail costs at most the SMs' idle time (24%), not the half-empty wave's 25%
+    t = next(e for e in d.expect if e.metric == DURATION)
+    assert t.target == pytest.approx(76_000.0)
+
+
+def test_a_tail_the_sms_do_not_idle_through_is_not_a_finding() -> None:
+    """1.5 waves of uneven blocks that keep every SM 99% busy: the arithmetic tail costs nothing measurable."""
+    d = diag(mk({WAVES: 1.5, SOL: 50.0, MEM: 50.0, DRAM: 50.0, ISSUE: 70.0, LONG_SB: 1.0}))
+    assert d.bottleneck is not B.TAIL_EFFECT and all(f.bottleneck is not B.TAIL_EFFECT for f in d.findings)
 
 
 def occupancy_case(issue: float) -> KernelLaunch:
