@@ -55,6 +55,26 @@ busiest Python traces (ResNet-50, the 128-rank sampled job); 1 ms is ~7x the slo
 it the host is doing other work (CPU compute, compilation, I/O) and the diagnosis says so
 (inconclusive, with the host-sampling capture to run)."""
 
+THREAD_HANDOFF_MIN_NS = MAX_DISPATCH_PER_LAUNCH_NS
+"""A host thread that records nothing (no operator, range or CUDA call) for more than 1 ms while another
+thread is busy was waiting for that thread (PyTorch's autograd thread waits for the forward pass on the
+main thread): the critical path follows the hand-off (kprof/diagnose/critical_path.py). Shorter silences
+are Python between operators, 10-145 us per kernel as measured for MAX_DISPATCH_PER_LAUNCH_NS."""
+
+LAUNCH_LATENCY_PERCENTILE = 1.0
+"""The launch latency of a capture (a launch call's start to its kernel's start) is read from the kernels
+launched onto an idle stream, at this percentile: the fastest launches show the floor that every launch
+pays, and the 1st percentile ignores a stray clock pair. Measured on the H200 samples: 5.97-7.9 us at the
+1st percentile, 7.1-10.4 us median (host_launch_bound, pair_graph_before, sync_bound, Kineto and nsys);
+a queued kernel follows the previous one on its stream after 1.0-2.5 us (gpu_bound, 1st-99th percentile).
+A kernel whose launch started less than this latency before it could run was held by its launch, not by
+the kernel before it (kprof/diagnose/critical_path.py)."""
+
+LAUNCH_LATENCY_MIN_SAMPLES = 20
+"""At least 20 launches onto an idle stream to read the launch latency at LAUNCH_LATENCY_PERCENTILE
+(below that one stray pair sets it); with fewer the latency is taken as 0, the launch call's start, as
+Holistic Trace Analysis does."""
+
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""
