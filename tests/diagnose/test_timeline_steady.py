@@ -129,7 +129,9 @@ def test_dataloader_starved_loop_is_host_compute_bound() -> None:
 def test_host_compute_without_a_trace_of_the_host_work() -> None:
     tl = dataloader_starved(fmt="nsys", op=None)
     d = diagnose_timeline(tl)[0]
-    assert d.bottleneck is Bottleneck.HOST_COMPUTE_BOUND and d.verdict is Verdict.FIX  # 9 gaps: the loop's own
+    assert (
+        d.bottleneck is Bottleneck.HOST_COMPUTE_BOUND and d.verdict is Verdict.FIX
+    )  # 9 gaps: the loop's own
     assert "untraced" in d.headline and ("py-spy" in d.next_step or "-s process-tree" in d.next_step)
     assert "CUDA graph" not in d.fix and "on the GPU" in d.fix
     # an NVTX range over the preprocessing names it; the fix is the generic one (not a DataLoader's)
@@ -197,7 +199,9 @@ def test_teardown_ends_a_loop_without_start_up_too() -> None:
         launch_bound_iteration(b, first=False)
     teardown(b)
     d = diagnose_timeline(b.build())[0]
-    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND  # was sync_bound: the last gap began in the final sync
+    assert (
+        d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    )  # was sync_bound: the last gap began in the final sync
     assert finding(d, Bottleneck.STARTUP_BOUND, "End of the process")
 
 
@@ -223,7 +227,9 @@ def test_frees_inside_the_loop_are_not_teardown() -> None:
 # ============================================================================ 4. expectations a user could reach
 
 
-def copy_loop(host_kind: int, step_bytes: int = 336 << 20, copy_ms: float = 50, compute_us: float = 300) -> Builder:
+def copy_loop(
+    host_kind: int, step_bytes: int = 336 << 20, copy_ms: float = 50, compute_us: float = 300
+) -> Builder:
     """Six steps, each copying ``step_bytes`` to the GPU (pageable: a blocking call; pinned: async, then
     waited for) and computing ``compute_us`` on them."""
     b = Builder()
@@ -277,7 +283,9 @@ def _diagnoses_of_every_class() -> list[tuple[str, object]]:
     ]
 
 
-@pytest.mark.parametrize("name,tl", _diagnoses_of_every_class(), ids=[n for n, _ in _diagnoses_of_every_class()])
+@pytest.mark.parametrize(
+    "name,tl", _diagnoses_of_every_class(), ids=[n for n, _ in _diagnoses_of_every_class()]
+)
 def test_predicted_gains_are_bounded_by_the_causes_share(name: str, tl) -> None:
     d = diagnose_timeline(tl)[0]
     m = timeline_metrics(tl)
@@ -314,7 +322,9 @@ def test_a_busy_capture_shows_no_sync_finding_explaining_most_of_its_idle_time()
     assert not finding(d, Bottleneck.SYNC_BOUND)
 
 
-@pytest.mark.parametrize("name,tl", _diagnoses_of_every_class(), ids=[n for n, _ in _diagnoses_of_every_class()])
+@pytest.mark.parametrize(
+    "name,tl", _diagnoses_of_every_class(), ids=[n for n, _ in _diagnoses_of_every_class()]
+)
 def test_findings_never_repeat_the_primary_and_report_shares_of_the_wall(name: str, tl) -> None:
     d = diagnose_timeline(tl)[0]
     assert all(f.bottleneck is not d.bottleneck for f in d.findings)
@@ -323,8 +333,11 @@ def test_findings_never_repeat_the_primary_and_report_shares_of_the_wall(name: s
     wall = timeline_metrics(tl)["wall_ns"]
     for f in d.findings:
         assert f.share is not None and th.MIN_FINDING_SHARE <= f.share <= 1
-        cause = {Bottleneck.HOST_LAUNCH_BOUND: "host", Bottleneck.SYNC_BOUND: "sync",
-                 Bottleneck.HOST_COMPUTE_BOUND: "host_compute"}.get(f.bottleneck)
+        cause = {
+            Bottleneck.HOST_LAUNCH_BOUND: "host",
+            Bottleneck.SYNC_BOUND: "sync",
+            Bottleneck.HOST_COMPUTE_BOUND: "host_compute",
+        }.get(f.bottleneck)
         if cause:
             assert f.share == pytest.approx(by[cause] / wall, abs=1e-6)
 
@@ -351,11 +364,21 @@ def test_timeline_repr_gives_gpu_busy_per_gpu() -> None:
 
 
 def test_jit_names() -> None:
-    for n in ("FusionExecutor::compileFusion", "nvrtcCompileProgram", "compile_fx_inner",
-              "CachingAutotuner.benchmark_all_configs", "torch/_dynamo/convert_frame.py(700): _compile"):
+    for n in (
+        "FusionExecutor::compileFusion",
+        "nvrtcCompileProgram",
+        "compile_fx_inner",
+        "CachingAutotuner.benchmark_all_configs",
+        "torch/_dynamo/convert_frame.py(700): _compile",
+    ):
         assert is_jit_name(n), n
-    for n in ("Torch-Compiled Region: 0/0", "CompiledFunction", "CompiledFunctionBackward", "aten::mm",
-              "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"):
+    for n in (
+        "Torch-Compiled Region: 0/0",
+        "CompiledFunction",
+        "CompiledFunctionBackward",
+        "aten::mm",
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+    ):
         assert not is_jit_name(n), n
 
 
@@ -477,8 +500,10 @@ def test_slow_leading_steps_are_warm_up_too() -> None:
         b.step(i, t0)
     tl = b.build(fmt="kineto", source="run.pt.trace.json")
     d = diagnose_timeline(tl)[0]
-    assert "ProfilerStep#2 to ProfilerStep#11 (10 steps; the first 2, ProfilerStep#0 to ProfilerStep#1, left out" \
+    assert (
+        "ProfilerStep#2 to ProfilerStep#11 (10 steps; the first 2, ProfilerStep#0 to ProfilerStep#1, left out"
         in d.mechanism
+    )
     assert busy_evidence(d) == pytest.approx(100 * loop_only_busy_fraction(), abs=1.0)
     # an ordinary loop keeps all but its first step
     b = Builder()
@@ -486,7 +511,10 @@ def test_slow_leading_steps_are_warm_up_too() -> None:
         t0 = b.t
         launch_bound_iteration(b)
         b.step(i, t0)
-    assert "(11 steps; the first, ProfilerStep#0, left out" in diagnose_timeline(b.build(fmt="kineto"))[0].mechanism
+    assert (
+        "(11 steps; the first, ProfilerStep#0, left out"
+        in diagnose_timeline(b.build(fmt="kineto"))[0].mechanism
+    )
 
 
 def test_autotuning_before_the_loop_is_not_the_steady_state() -> None:
@@ -531,6 +559,7 @@ def test_a_sync_the_host_barely_waits_in_is_not_sync_bound() -> None:
 def test_host_time_after_the_last_gpu_work() -> None:
     """nsys records the process to its exit: the host time after the loop is the end of the process. A
     PyTorch profiler trace ends when the profiler stops: there it is the program's own work."""
+
     def program() -> Builder:
         b = Builder()
         for _ in range(100):

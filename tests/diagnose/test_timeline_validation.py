@@ -60,7 +60,9 @@ def test_whole_process_captures_carry_start_up_as_a_finding() -> None:
     """Start-up is 73-93% of these captures: a finding with its share and the capture-range advice."""
     for entry_id in ("startup_then_gpu_bound", "python_verify_between_steps", "decode_launch_bound"):
         d = _first(_entry(entry_id))
-        f = next(f for f in d.findings if f.bottleneck is Bottleneck.STARTUP_BOUND and "Start-up" in f.headline)
+        f = next(
+            f for f in d.findings if f.bottleneck is Bottleneck.STARTUP_BOUND and "Start-up" in f.headline
+        )
         assert f.share is not None and f.share > 0.5 and "capture-range" in f.headline
 
 
@@ -91,8 +93,12 @@ def test_host_compute_fix_is_not_cuda_graphs() -> None:
 
 def test_gallery_readme_numbers_it_quotes(tmp_path: Path) -> None:
     """The steady state kprof measures is the loop: busy within a few points of measure.py's number."""
-    for entry_id, busy in (("startup_then_gpu_bound", 98.3), ("decode_launch_bound", 4.6),
-                           ("item_readback_sync", 56.0), ("cuda_graph_replay", 99.1)):
+    for entry_id, busy in (
+        ("startup_then_gpu_bound", 98.3),
+        ("decode_launch_bound", 4.6),
+        ("item_readback_sync", 56.0),
+        ("cuda_graph_replay", 99.1),
+    ):
         d = _first(_entry(entry_id))
         got = next(e.value for e in d.evidence if e.metric == "gpu_busy_fraction")
         assert got == pytest.approx(busy, abs=3.0), entry_id

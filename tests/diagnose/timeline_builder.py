@@ -67,7 +67,9 @@ class Builder:
         self.dims.append((grid, block))
         self.gpu_free = start + kdur
 
-    def copy(self, nbytes: int, dur: int, direction: int = 1, host_kind: int = 0, blocking: bool = True) -> None:
+    def copy(
+        self, nbytes: int, dur: int, direction: int = 1, host_kind: int = 0, blocking: bool = True
+    ) -> None:
         """A copy on the stream; a blocking call returns when it is done (pageable copies always block)."""
         c = self.corr
         self.corr += 1
@@ -98,7 +100,9 @@ class Builder:
     # ------------------------------------------------------------------ output
     def build(self, source: str = "app.sqlite", fmt: str = "nsys") -> Timeline:
         knames = tuple(dict.fromkeys(k[3] for k in self.kernels)) or ("k",)
-        k = np.array([(s, e, c, knames.index(n), d) for s, e, c, n, d in self.kernels], np.int64).reshape(-1, 5)
+        k = np.array([(s, e, c, knames.index(n), d) for s, e, c, n, d in self.kernels], np.int64).reshape(
+            -1, 5
+        )
         anames = tuple(dict.fromkeys(a[3] for a in self.api)) or ("x",)
         a = np.array([(s, e, c, anames.index(n)) for s, e, c, n in self.api], np.int64).reshape(-1, 4)
         cp = np.array(self.copies, np.int64).reshape(-1, 6)
@@ -117,30 +121,53 @@ class Builder:
             command="python3 train.py",
             gpus=tuple(GpuInfo(device=d, name=self.gpu) for d in devices),
             kernels=KernelTable(
-                start_ns=k[:, 0], end_ns=k[:, 1], correlation=k[:, 2], name_id=k[:, 3].astype(np.int32),
-                device=k[:, 4].astype(np.int16), stream=np.full(len(k), 7, np.int32), names=knames,
-                grid=grid, block=block,
+                start_ns=k[:, 0],
+                end_ns=k[:, 1],
+                correlation=k[:, 2],
+                name_id=k[:, 3].astype(np.int32),
+                device=k[:, 4].astype(np.int16),
+                stream=np.full(len(k), 7, np.int32),
+                names=knames,
+                grid=grid,
+                block=block,
             ),
             api=ApiTable(
-                start_ns=a[:, 0], end_ns=a[:, 1], correlation=a[:, 2], name_id=a[:, 3].astype(np.int32),
-                thread=np.zeros(len(a), np.int32), names=anames,
+                start_ns=a[:, 0],
+                end_ns=a[:, 1],
+                correlation=a[:, 2],
+                name_id=a[:, 3].astype(np.int32),
+                thread=np.zeros(len(a), np.int32),
+                names=anames,
                 category=ApiTable.categories_for(anames, a[:, 3].astype(np.int32)),
             ),
             copies=CopyTable(
-                start_ns=cp[:, 0], end_ns=cp[:, 1], correlation=cp[:, 2], direction=cp[:, 3].astype(np.int8),
-                bytes=cp[:, 4], src_kind=np.where(cp[:, 3] == 1, cp[:, 5], 2).astype(np.int8),
+                start_ns=cp[:, 0],
+                end_ns=cp[:, 1],
+                correlation=cp[:, 2],
+                direction=cp[:, 3].astype(np.int8),
+                bytes=cp[:, 4],
+                src_kind=np.where(cp[:, 3] == 1, cp[:, 5], 2).astype(np.int8),
                 dst_kind=np.where(cp[:, 3] == 2, cp[:, 5], 2).astype(np.int8),
-                device=np.zeros(len(cp), np.int16), stream=np.full(len(cp), 7, np.int32),
+                device=np.zeros(len(cp), np.int16),
+                stream=np.full(len(cp), 7, np.int32),
             ),
             ranges=RangeTable(
-                start_ns=r[:, 0], end_ns=r[:, 1], thread=np.zeros(len(r), np.int32),
-                name_id=r[:, 2].astype(np.int32), names=rnames,
+                start_ns=r[:, 0],
+                end_ns=r[:, 1],
+                thread=np.zeros(len(r), np.int32),
+                name_id=r[:, 2].astype(np.int32),
+                names=rnames,
             ),
             host_ops=HostOpTable(
-                start_ns=o[:, 0], end_ns=o[:, 1], thread=np.zeros(len(o), np.int32),
-                name_id=o[:, 2].astype(np.int32), names=onames,
+                start_ns=o[:, 0],
+                end_ns=o[:, 1],
+                thread=np.zeros(len(o), np.int32),
+                name_id=o[:, 2].astype(np.int32),
+                names=onames,
             ),
-            steps=StepTable(start_ns=st[:, 0], end_ns=st[:, 1], thread=np.zeros(len(st), np.int32), number=st[:, 2]),
+            steps=StepTable(
+                start_ns=st[:, 0], end_ns=st[:, 1], thread=np.zeros(len(st), np.int32), number=st[:, 2]
+            ),
             threads=("main",),
         )
 
