@@ -31,6 +31,14 @@ warm-up and left out of the steady state: DESIGN.md's measured pitfall (lazy ker
 20-48 ms of cuLibraryLoadData, handle creation in the first iterations). With fewer, dropping
 one would leave too little to measure."""
 
+WARMUP_STEP_RATIO = 3.0
+"""After the first iteration (always warm-up), the next ones are warm-up too while each runs more than 3x
+the median iteration (or still holds start-up work). Measured on every capture with iterations in the
+samples, the validation gallery and the corpus: after the first three, iterations ran at most 2.2x the
+median (teardown_after_loop 2.18x, cuda_graph_replay 1.81x); the second iteration of whole-process
+captures ran 2.3-715x (lazy loading, handle creation, the optimizer's first step; the Kineto traces'
+ProfilerStep#1 of whole runs 44-715x)."""
+
 CLOCK_ALIGNMENT_SLACK_NS = 1_000
 """Tolerance when matching a host API call's end against a GPU timestamp: CUPTI converts GPU
 timestamps to the host clock, and a blocking call returns a few hundred ns to ~1 us after the
@@ -55,6 +63,40 @@ busiest Python traces (ResNet-50, the 128-rank sampled job); 1 ms is ~7x the slo
 it the host is doing other work (CPU compute, compilation, I/O) and the diagnosis says so
 (inconclusive, with the host-sampling capture to run)."""
 
+REPEATED_WORK_SHARE = 0.75
+"""The work after start-up is a loop (a steady state) when at least 75% of its launches are of kernels
+(CUDA graphs, copy directions) that occur in each third of the launch sequence (see
+:func:`kprof.diagnose.phases.repeats`). A loop of >= 3 identical iterations scores 1.0 by construction
+(each third holds a whole iteration). Measured on the samples and the corpus: every loop of >= 3
+iterations scored 0.92-1.0 (the H200 samples 1.0, ResNet-50 1.0, CloverLeaf 0.99, the DDP ranks 1.0,
+HTA's ns-resolution DDP trace 0.92-1.0; the validation gallery's loops without step markers 0.92-1.0, the
+lowest a batch-1 decode loop); one or two passes scored 0.18-0.53 (the AlexNet benchmark's warm-up +
+measured forward 0.53, its measured forward alone 0.18, HTA's two-step sampled ranks 0.33-0.35). 0.75 lies
+between the two groups."""
+
+CONTEXT_CREATION_RATIO = 10.0
+"""The first CUDA call of a capture created the context (start-up, not the loop's) when it took over 10x
+the median of the other calls of the same name (beyond its own GPU work). Measured in the corpus: the
+context-creating cudaMalloc took 234 ms against 0.2 ms for the next ones (CloverLeaf, A100: 1000x), the
+cudaHostRegister 305 ms against 1.4 ms (saxpy, A100: 200x); an ordinary first call of a capture that
+starts mid-program sits at ~1x. 10x keeps a wide margin on both sides."""
+
+HOST_COMPUTE_MIN_STRETCH_NS = 1_000_000
+"""An idle gap is host computation, not dispatch, when most of it lies in stretches of at least 1 ms in
+which the launching threads made no CUDA call. Dispatching one operator issues its launch within
+10-145 us (MAX_DISPATCH_PER_LAUNCH_NS: 10-14 us on the H200 samples, 54-145 us in the corpus's busiest
+Python traces); 1 ms without any CUDA call is ~7x the slowest of those, so the host was doing something
+other than issuing GPU work (data loading, preprocessing, Python logic, communication)."""
+
+GPU_SHARE_OVER_CAUSE = 2.0
+"""Below GPU_BOUND_BUSY_FRACTION, the kernels still lead (``gpu_bound``) when they hold more than half of
+the steady state (DOMINANT_SHARE) and at least twice the time of the largest idle cause: shares decide.
+Calibrated on judgements, not fitted: the gallery's ``sync_bound`` sample (kernels 60% of the wall, idle
+after syncs 40%: ratio 1.5, built to be sync-bound), issue 13's ResNet-50 example (kernels 73% of the span,
+host-only gaps 23%: ratio 3.2, gpu_bound) and the blind-labelled validation capture ``busy73_host_gaps``
+(kernels 71%, host-only gaps 28.5%: ratio 2.5, labelled gpu_bound). 2 lies between them; the removable
+idle time is then at most half the kernel time (Amdahl: the cause's fix wins at most 1 / (1 - share))."""
+
 THREAD_HANDOFF_MIN_NS = MAX_DISPATCH_PER_LAUNCH_NS
 """A host thread that records nothing (no operator, range or CUDA call) for more than 1 ms while another
 thread is busy was waiting for that thread (PyTorch's autograd thread waits for the forward pass on the
@@ -78,6 +120,35 @@ Holistic Trace Analysis does."""
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""
+
+HOST_LINK_PEAK_BYTES_PER_S = (
+    ("GH200", 450e9),
+    ("GB200", 450e9),
+    ("B200", 63.0e9),
+    ("H200", 63.0e9),
+    ("H100", 63.0e9),
+    ("H800", 63.0e9),
+    ("L40", 31.5e9),
+    ("L4", 31.5e9),
+    ("A100", 31.5e9),
+    ("A800", 31.5e9),
+    ("A40", 31.5e9),
+    ("A30", 31.5e9),
+    ("A10", 31.5e9),
+    ("RTX 40", 31.5e9),
+    ("RTX 30", 31.5e9),
+    ("RTX A", 31.5e9),
+    ("V100", 15.75e9),
+    ("T4", 15.75e9),
+    ("RTX 20", 15.75e9),
+    ("Quadro", 15.75e9),
+)
+"""Peak host<->device bandwidth per direction by GPU name (first substring that matches): the floor of a
+copy is its bytes over this rate, whatever pinning or overlap does. PCIe x16 per direction: Gen5 32 GT/s
+x 16 lanes x 128/130 = 63.0 GB/s (Hopper, and B200's PCIe host link), Gen4 31.5 GB/s (Ampere, Ada),
+Gen3 15.75 GB/s (Volta, Turing, older Quadro); Grace Hopper / Grace Blackwell reach the CPU over NVLink-C2C
+at 450 GB/s per direction (NVIDIA GH200 datasheet: 900 GB/s total). Measured copies stay below these
+(the H200 samples' pinned copies: see data/samples/README.md). An unknown GPU gets no floor."""
 
 TOP_KERNELS = 3
 """Kernels named (with their ncu command) in a gpu_bound diagnosis: the three largest shares of GPU
@@ -140,10 +211,12 @@ SMALL_GRID_ACTIVE_SM_FRACTION = 0.80
 """A grid is too small when the SMs are busy less than 80% of the elapsed time on average
 (sm__cycles_active.avg / elapsed) and the grid has fewer blocks than SMs x resident blocks."""
 
-MATRIX_LIKE_FFMA_SHARE = 0.20
-"""FP32 work is matrix-like when FFMA is >= 20% of all executed (or listed) instructions and the
-arithmetic intensity is past the FP32 ridge point: a GEMM's inner loop is FFMA plus operand
-loads (siboehm-style SGEMM kernels list 23-81% FFMA)."""
+MATRIX_LIKE_FFMA_SHARE = 0.10
+"""FP32 work can be matrix work only when FFMA is >= 10% of the executed (or listed) instructions: a GEMM's
+inner loop is FFMA plus operand loads and loop bookkeeping. A naive SGEMM issues about six instructions per
+FFMA (two loads, two address increments, compare, branch: 18% FFMA measured in the H200 validation gallery);
+tiled kernels list 23-81% (siboehm-style SGEMMs), cuBLAS ~88%. What makes it *matrix* work is the data flow
+(MATRIX_LOADED_OPERAND_SHARE, MATRIX_REUSE_MIN), not this share."""
 
 MATRIX_LIKE_MAX_SFU_SHARE = 0.05
 """...and special-function instructions (MUFU: sin, exp, rsqrt) stay under 5%: transcendental-
@@ -152,6 +225,45 @@ heavy code is not a matrix product and gains nothing from tensor cores."""
 MATRIX_LIKE_MIN_INTENSITY = 10.0
 """FLOP per DRAM byte above which FP32 work is called matrix-like when the report has no FP32
 ridge point (peaks) to compare with; elementwise and stencil kernels sit below 10."""
+
+MATRIX_LOADED_OPERAND_SHARE = 0.5
+"""Matrix work shows in the SASS data flow: in the k-loop of a matrix product both multiplicands of each FMA
+are operands loaded from memory (LDS/LDSM from a shared tile, or LDG), ``acc += A[i][k] * B[k][j]``. In a
+Horner polynomial, a transcendental expansion or a dependent FMA chain the multiplicands are computed values
+or constants; in ``a * x[i] + y`` one is a constant. At least half of the executed FMAs must have both
+multiplicands loaded (measured: 1.00 in every SGEMM of data/samples and the ESMM corpus, from the
+naive kernel's 0.83 to cuBLAS's 0.89; 0 in the elementwise, reduction and divergence samples)."""
+
+MATRIX_REUSE_MIN = 2.0
+"""...and the loaded operands must be reused: each loaded value feeds >= 2 FMAs in registers (an outer
+product: a TM x TN register tile reuses each value TN or TM times), or each global byte feeds >= 2 FMAs via
+shared memory (MATRIX_MAX_GLOBAL_BYTES_PER_FMA), or the FP32 intensity is past the ridge (reuse through the
+caches). A dot product or a mat-vec loads fresh operands for every FMA and has none of these."""
+
+MATRIX_MAX_GLOBAL_BYTES_PER_FMA = 2.0
+"""Bytes per thread loaded from global memory per FMA below which the operands are reused through shared
+memory: a 4-byte operand feeding >= 2 FMAs (MATRIX_REUSE_MIN). A 16x16 shared-tiled SGEMM loads 0.5 B/FMA,
+a dot product 8 B/FMA."""
+
+L1_BYTES_PER_CYCLE_PER_SM = 128.0
+"""L1/shared-memory bandwidth per SM and cycle on Volta and later (32 banks x 4 B; NVIDIA's Volta, Ampere and
+Hopper tuning guides: 128 bytes/clock/SM)."""
+
+FP32_LANES_PER_SM = 128.0
+"""FP32 FMA lanes per SM (thread FFMAs per cycle) when the report does not give the peak: GA10x, AD10x and
+Hopper have 128 (A100/V100/Turing 64, whose reports carry
+``sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained`` and override this)."""
+
+FP_HEAVY_SHARE = 0.5
+"""A kernel is FMA-heavy when FP arithmetic is at least half of its executed instructions: its issue slots
+carry the math it must do (a cuBLAS SGEMM issues ~80% FFMA), so a busy SM is compute-bound, not
+instruction-bound ("most instructions are overhead" would be false)."""
+
+DEPENDENT_LOAD_SHARE = 0.5
+"""When at least half of the excess global sectors (or, without ncu's per-instruction counts, of the executed
+global loads) come from loads whose address is computed from loaded data (pointer chasing, gathers through
+an index array, hash probes), the scattered sectors are the data's, not the indexing's: the lever is keeping
+more loads in flight or reordering the data, not making consecutive threads read consecutive addresses."""
 
 TAIL_MIN_WAVES = 1.0
 """A tail effect needs more than one wave: with less, the problem is the grid size."""
@@ -164,6 +276,14 @@ ATOMIC_HOT_SLICE_RATIO = 10.0
 """Contention on few addresses shows as one L2 slice's atomic unit running >= 10x the average
 slice (addresses hash across slices, so spread-out atomics load slices evenly; H200 has 96+
 slices, so a single hot address gives a ratio near the slice count)."""
+
+L2_REREAD_FACTOR = 2.0
+"""L2 at its roof does work the algorithm needs only when it carries each byte about once. ncu flushes the caches
+before each replay pass (``--cache-control all``, the default), so every byte a kernel reads reaches L2 from
+DRAM once: the L2 sectors read by the SMs over the DRAM sectors read is how often each byte is fetched again
+from L2. At >= 2 the L2 traffic is mostly re-reads that shared-memory or register reuse (larger tiles) removes:
+a fix, not healthy. (Measured in the H200 validation gallery: 15x for a dilated stencil, 116x for a 16x16-tile
+Triton matmul, ~1x for streams.)"""
 
 L2_STREAMING_READ_HIT_RATE = 0.50
 """When fewer than half of the L2 read sectors hit, the L2 is passing a DRAM stream through (every

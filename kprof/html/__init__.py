@@ -127,7 +127,7 @@ def _render_text(s: dict[str, Any]) -> str:
     if s["next_step"]:
         lines.append(f"  next: {s['next_step']}")
     for f in s["findings"]:
-        share = f" [{f['share']} of the gap]" if f["share"] else ""
+        share = f" [{f['share']}]" if f["share"] else ""
         lines.append(f"  also: {f['bottleneck']}{share}: {f['headline']}")
     return "\n".join(lines)
 

@@ -299,7 +299,9 @@ def test_path_sentences_name_the_syncs_and_the_host_work_on_the_path() -> None:
     assert path_sentence(sync, "gpu_bound") is None
 
 
-def test_a_kernel_held_by_its_launch_latency_puts_the_host_on_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_kernel_held_by_its_launch_latency_puts_the_host_on_the_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Launches every 10 us, each kernel starting 6 us after its call: after a 9-us kernel the next launch
     was issued while that kernel still ran (HTA's rule would call it kernel-kernel), yet it could not start
     before its call plus the capture's 6-us launch latency: the host's pace sets the step."""
