@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kprof import thresholds as th
+from kprof.diagnose.localize import localized
 from kprof.diagnose.roofline import Roofline, roofline
 from kprof.diagnose.sass import SassSummary, analyze_sass
 from kprof.kernel_model import KernelLaunch, KernelProfile
@@ -1997,6 +1998,7 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
     )
 
 
+@localized
 def diagnose_launch(
     k: KernelLaunch,
     *,
