@@ -259,7 +259,7 @@ class SourceLine:
     detail: str = ""
     """What the instruction does wrong here, in numbers, e.g. ``"32 sectors per request, ideal 4"``."""
     pc: int | None = None
-    """Offset of that instruction from the function's entry (bytes), when there is no line info."""
+    """Offset of that instruction from the function's entry (bytes)."""
 
     def __post_init__(self) -> None:
         if self.share is not None and not (0.0 <= self.share <= 1.0):

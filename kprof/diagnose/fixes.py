@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kprof.diagnose.language import Language, Origin
+from kprof.diagnose.where import address_from_load
 from kprof.kernel_model import KernelLaunch
 from kprof.knowledge import instructions as ki
 from kprof.model import Bottleneck, Diagnosis, SourceLine, Verdict
@@ -261,9 +262,38 @@ def _keep_with_line(c: Context) -> str | None:
     return f"On {ref}: {c.d.fix[0].lower()}{c.d.fix[1:]}"
 
 
+def _sass_index(c: Context, w: SourceLine | None) -> int | None:
+    if w is None or w.pc is None or not c.k.sass:
+        return None
+    entry = min(s.pc for s in c.k.sass)
+    return next((i for i, s in enumerate(c.k.sass) if s.pc - entry == w.pc), None)
+
+
 def _uncoalesced(c: Context) -> Text:
     mech = _where_sentence(c, "excess sectors")
     w = c.top
+    i = _sass_index(c, w)
+    if w is not None and i is not None and address_from_load(c.k.sass, i):
+        where = c.line_ref() or "this load"
+        mech += (
+            " Its address is computed from a value loaded just before (a data-dependent gather: a pointer chase, "
+            "hash probe or index lookup), so each lane lands on its own sector by nature; coalescing cannot be "
+            "restored by re-indexing, and the cost is one memory latency per step."
+        )
+        if c.lang in (L.PYTORCH, L.LIBRARY):
+            return mech, None
+        if c.lang in (L.TRITON, L.INDUCTOR):
+            return mech, (
+                f"The addresses at {where} come from loaded indices: sort or bucket the indices first so neighbouring "
+                "lanes gather neighbouring rows, and give each program several independent gathers (larger BLOCK, "
+                "num_warps=8) so more of them are in flight."
+            )
+        return mech, (
+            f"Keep more of these dependent loads in flight instead of re-indexing {where}: give each thread several "
+            "independent chains (walk 4-8 lists or probe 4-8 keys per thread, interleaved), keep occupancy high, and "
+            "where the data allows, reorder it so that neighbouring lanes' targets are adjacent (sort the keys, lay a "
+            "list out in traversal order)."
+        )
     if c.is_cuda:
         acc = strided_access(w.text, thread_varying(c.source)) if w and w.text else None
         if w is None or acc is None:
@@ -578,7 +608,7 @@ def _no_tensor_cores(c: Context) -> Text:
             "bf16": "16x16x16 `__nv_bfloat16` fragments",
         }.get(dt)
         shared = [m.group(2) for m in _SHARED_DECL.finditer(strip_comments(c.source))]
-        src = f" from `{'`/`'.join(shared[:2])}`" if shared else ""
+        src = f" from `{'`/`'.join(shared[:2])}`" if shared else " from shared-memory tiles"
         cublas = {
             "fp32": "cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32",
             "fp64": "cublasDgemm",
@@ -616,8 +646,8 @@ def _no_tensor_cores(c: Context) -> Text:
         if target is not None:
             emits = f"{target.sass} ({'wgmma' if target.sass.endswith('GMMA') else 'mma.sync'})"
             if target.sass == "HGMMA":
-                emits += " when BLOCK_M is a multiple of 64" + (
-                    f" (this launch has num_warps={warps})" if warps else ""
+                emits += " on sm_90 (BLOCK_M a multiple of 64, num_warps a multiple of 4" + (
+                    f"; this launch has num_warps={warps})" if warps else ")"
                 )
         ref = c.line_ref(text=False) or "the tl.dot"
         if dt == "fp32" and prec == "ieee":
@@ -629,7 +659,7 @@ def _no_tensor_cores(c: Context) -> Text:
                 )
             fix = (
                 f'On {ref}, pass `input_precision="tf32"` (Triton\'s default on NVIDIA GPUs: inputs rounded to a '
-                f"10-bit mantissa, FP32 accumulation) and Triton emits {emits} for this dot; "
+                f"10-bit mantissa, FP32 accumulation) and Triton emits {emits}; "
                 '`"tf32x3"` gets close to FP32 accuracy for three times the tensor-core work. Or load the operands as '
                 'bf16 if that precision is acceptable. Keep `"ieee"` only if exact FP32 products are a requirement: '
                 "then the FP32 pipe is the roof."
@@ -683,10 +713,17 @@ def _tensor_core(c: Context) -> Text:
                 "and a 2-D (not batched 3-D) tl.dot, so it emits HGMMA."
             )
     if c.lang in (L.TRITON, L.INDUCTOR):
+        ops = {x.mnemonic for x in c.k.sass}
+        if (c.sm or 0) >= 90 and "LDGSTS" in ops and "UTMALDG" not in ops:
+            return mech, (
+                "The operand tiles arrive by cp.async (LDGSTS), not TMA: on sm_90 load them through tensor "
+                "descriptors (`tl.make_tensor_descriptor(...)` and `desc.load([off_m, off_k])`) so TMA (UTMALDG) "
+                "fetches whole tiles without occupying the warps, and make the kernel persistent (grid = number of SMs, "
+                "a tl.range loop over tiles) to overlap one tile's epilogue with the next tile's loads."
+            )
         return mech, (
-            "Keep the tensor cores fed: larger tiles (BLOCK_M=128, BLOCK_N=128-256, BLOCK_K=64), num_stages=3-4 and "
-            "num_warps=8, and on sm_90 tensor descriptors (TMA) for the operand loads; a persistent kernel "
-            "(grid = number of SMs) hides the epilogue."
+            "Keep the tensor cores fed: tiles of at least 128x128x64, num_stages=3-4 and num_warps=8, and a "
+            "persistent kernel (grid = number of SMs) that overlaps one tile's epilogue with the next tile's loads."
         )
     if c.lang is L.LIBRARY and "Flash" in (c.origin.library or ""):
         return mech, (
@@ -738,6 +775,15 @@ def _tail(c: Context) -> Text:
 def _occupancy(c: Context) -> Text:
     mech = _where_sentence(c, "warp stall samples")
     if c.is_cuda and "shared memory" in c.d.fix:
+        dyn = re.search(r"extern\s+__shared__\s+[\w:]+\s+(\w+)\s*\[\s*\]", strip_comments(c.source))
+        if dyn:
+            size = c.k.shared_mem_per_block
+            return mech, (
+                f"The dynamic shared buffer `{dyn.group(1)}` is sized at launch"
+                + (f" ({size} B per block)" if size else "")
+                + " and decides how few blocks fit on an SM: pass a smaller size (the third `<<<...>>>` argument) and "
+                "process the data in smaller pieces, so more blocks are resident and their loads overlap."
+            )
         decls = list(_SHARED_DECL.finditer(strip_comments(c.source)))
         if decls:
             first = decls[0]
@@ -764,6 +810,24 @@ def _occupancy(c: Context) -> Text:
 
 def _latency(c: Context) -> Text:
     mech = _where_sentence(c, "warp stall samples")
+    i = _sass_index(c, c.top)
+    if (
+        c.is_cuda
+        and i is not None
+        and c.k.sass[i].mnemonic in ("LDG", "LD")
+        and address_from_load(c.k.sass, i)
+    ):
+        where = c.line_ref() or "this load"
+        mech += (
+            " That load's address is computed from a value loaded just before (a pointer chase, hash probe or index "
+            "lookup), so each warp waits one full memory latency per step."
+        )
+        return mech, (
+            f"Keep more of these dependent loads in flight at {where}: give each thread several independent chains "
+            "(walk 4-8 lists or probe 4-8 keys per thread, interleaved), keep occupancy high, and where the data "
+            "allows, reorder it so that neighbouring lanes' targets are adjacent (sort the keys, lay a list out in "
+            "traversal order)."
+        )
     if c.lang in (L.TRITON, L.INDUCTOR):
         return mech, (
             "Each program moves too few bytes to hide memory latency: raise BLOCK (1024-4096 elements with "
@@ -779,8 +843,28 @@ def _latency(c: Context) -> Text:
     return mech, _keep_with_line(c)
 
 
+_RUNTIME_DIV = re.compile(r"[%/]=?\s*\(?\s*([A-Za-z_]\w*)\b(?!\s*\()")
+
+
 def _instructions(c: Context) -> Text:
     mech = _where_sentence(c, "overhead instructions")
+    w = c.top
+    if c.is_cuda and w is not None and w.text:
+        divisors = [d for d in _RUNTIME_DIV.findall(strip_comments(w.text)) if not d.isupper()]
+        ops = {x.opcode for x in c.k.sass}
+        if divisors and any(o.startswith("MUFU.RCP") for o in ops) and any(o.startswith("I2F") for o in ops):
+            names = ", ".join(f"`{d}`" for d in dict.fromkeys(divisors))
+            mech += (
+                f" Line {w.line} divides by {names}, known only at run time: each 32-bit integer division or modulo "
+                "compiles to a sequence of about 20 instructions (I2F, MUFU.RCP, F2I and IMAD fix-ups) per element."
+            )
+            return mech, (
+                f"Take the run-time divisions out of line {w.line} and its neighbours: precompute, on the host, a "
+                "multiply-shift pair per divisor (division by invariant integers, as CUTLASS's FastDivmod does) and pass "
+                "those instead, so each `/` and `%` becomes one IMAD.HI and a shift; or, where the sizes are fixed, make "
+                "them template/constexpr parameters (powers of two become shifts and masks). Collapsing contiguous "
+                "dimensions first removes divisions altogether."
+            )
     if c.lang in (L.TRITON, L.INDUCTOR):
         return mech, (
             "Index arithmetic dominates: make strides and sizes tl.constexpr where they are fixed, use larger BLOCKs "
@@ -841,7 +925,7 @@ def _healthy(c: Context) -> Text:
     if c.lang is L.LIBRARY:
         mma = next((m for w in c.where if (m := ki.parse_mma(w.instruction)) is not None), None)
         lower = (
-            " or, if the accuracy allows, FP8 inputs (sm_89+: torch._scaled_mm / Transformer Engine)"
+            "; or, if the accuracy allows, FP8 inputs (sm_89+: torch._scaled_mm, Transformer Engine)"
             if compute and mma is not None and mma.dtype in ("fp16", "bf16") and (c.sm or 0) >= 89
             else ""
         )
@@ -890,6 +974,15 @@ def localized_text(c: Context) -> Text:
         return _healthy(c)
     writer = WRITERS.get(c.d.bottleneck)
     mech, fix = writer(c) if writer is not None else ("", None)
+    if fix is None and c.lang is L.LIBRARY and "Flash" in (c.origin.library or ""):
+        hmma = any(ki.is_best_mma(x.opcode, c.sm) is False for x in c.k.sass if ki.parse_mma(x.opcode))
+        fix = (
+            "This is SDPA's FlashAttention-2 kernel"
+            + (", built on mma.sync (HMMA), below Hopper's wgmma rate" if hmma and (c.sm or 0) >= 90 else "")
+            + ": try the cuDNN attention backend (`with torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION):`), "
+            "which uses wgmma and TMA on sm_90, keep head_dim a multiple of 64 with bf16/fp16 inputs, and batch "
+            "more heads or sequences per call."
+        )
     if fix is None and c.lang is L.LIBRARY:
         fix = (
             f"{c.origin.library or 'The library'}'s kernel cannot be edited; what can change is the call: the dtype "

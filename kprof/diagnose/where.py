@@ -235,7 +235,7 @@ MEASURES: dict[Bottleneck, Measure] = {
     B.NO_TENSOR_CORES: Measure("executed FP arithmetic instructions", _fp_math),
     B.COMPUTE_BOUND: Measure("executed FP arithmetic and MUFU instructions", _compute),
     B.TENSOR_CORE_BOUND: Measure("executed MMA instructions", _mma),
-    B.INSTRUCTION_BOUND: Measure("executed overhead instructions (neither memory nor FP math)", _overhead),
+    B.INSTRUCTION_BOUND: Measure("executed overhead instructions", _overhead),
     B.DRAM_BANDWIDTH_BOUND: Measure("L2 sectors requested", _l2_sectors, _global_detail),
     B.L2_BANDWIDTH_BOUND: Measure("L2 sectors requested", _l2_sectors, _global_detail),
     B.L1_SHARED_BANDWIDTH_BOUND: Measure(
@@ -369,6 +369,33 @@ def _divergence_values(lines: Sequence[SassLine]) -> tuple[list[float], list[str
         if n and taken is not None:
             notes[b] = f"divergent branch, {taken / n:.3g} of {WARP_SIZE} lanes take it"
     return moved, notes
+
+
+def address_from_load(lines: Sequence[SassLine], i: int, window: int = 64) -> bool:
+    """True when the address of the memory instruction ``i`` is computed from a value loaded from global memory
+    (a pointer chase, a hash probe, an index gather): its address registers' backward slice, through the
+    arithmetic that builds them (wrapping around for loop-carried values), reaches an LDG/LD. Constant-bank
+    loads (LDC) and special registers do not count: they are the same for every lane or thread-derived."""
+    text = lines[i].text
+    m = re.search(r"\[([^\]]*)\]\s*$", text) or re.search(r"\[([^\]]*)\]", text)
+    if not m:
+        return False
+    todo = {int(r.group(1)) for r in _REG.finditer(m.group(1))}
+    n = len(lines)
+    for step in range(1, min(window, n)):
+        if not todo:
+            return False
+        j = (i - step) % n
+        writes, reads = _registers(lines[j].text)
+        hit = writes & todo
+        if not hit:
+            continue
+        if lines[j].mnemonic in ("LDG", "LD", "LDL"):
+            return True
+        todo = (
+            todo - hit
+        ) | reads  # the value came from this instruction's operands (the window bounds the walk)
+    return False
 
 
 # ------------------------------------------------------------------------------------ attribution
@@ -525,7 +552,7 @@ def attribute(
                 value=round(value, 1) if value != int(value) else int(value),
                 quantity=quantity,
                 detail=d,
-                pc=None if file else min(lines[i].pc for i in idx) - entry,
+                pc=(s.pc if file else min(lines[i].pc for i in idx)) - entry,
             )
         )
         covered += share
@@ -540,4 +567,12 @@ def attribute(
     )
 
 
-__all__ = ["MEASURES", "Attribution", "Measure", "attribute", "executed", "stall_samples"]
+__all__ = [
+    "MEASURES",
+    "Attribution",
+    "Measure",
+    "address_from_load",
+    "attribute",
+    "executed",
+    "stall_samples",
+]

@@ -62,6 +62,7 @@ def test_language_matches_the_blind_label(group: str, entry: dict) -> None:
 CUDA_ONLY = re.compile(
     r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|mma\.sync|-Xptxas|__launch_bounds__"
 )
+WRITES_KERNEL_CODE = re.compile(r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|-Xptxas|__launch_bounds__")
 TRITON_WORDS = re.compile(r"\btl\.|BLOCK|num_warps|num_stages|input_precision|program")
 PYTORCH_WORDS = re.compile(r"torch|PyTorch")
 
@@ -75,7 +76,8 @@ def _fix_speaks(lang: Language, fix: str, library: str | None) -> None:
         assert not CUDA_ONLY.search(fix) and not TRITON_WORDS.search(fix), fix
     elif lang is Language.LIBRARY:
         assert (library and library.split(" ")[0] in fix) or "call" in fix or "torch" in fix, fix
-        assert not CUDA_ONLY.search(fix) and "rewrite" not in fix.lower(), fix
+        # a library kernel's fix is about the call; naming the instruction it uses (mma.sync) is fine
+        assert not WRITES_KERNEL_CODE.search(fix) and "rewrite" not in fix.lower(), fix
     else:
         assert not re.search(r"\btl\.|torch\.", fix), fix
 
