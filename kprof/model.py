@@ -32,6 +32,7 @@ class Bottleneck(enum.StrEnum):
 
     # timeline level
     HOST_LAUNCH_BOUND = "host_launch_bound"
+    HOST_COMPUTE_BOUND = "host_compute_bound"
     SYNC_BOUND = "sync_bound"
     TRANSFER_BOUND = "transfer_bound"
     GPU_BOUND = "gpu_bound"
@@ -63,6 +64,7 @@ class Bottleneck(enum.StrEnum):
 TIMELINE_BOTTLENECKS = frozenset(
     {
         Bottleneck.HOST_LAUNCH_BOUND,
+        Bottleneck.HOST_COMPUTE_BOUND,
         Bottleneck.SYNC_BOUND,
         Bottleneck.TRANSFER_BOUND,
         Bottleneck.GPU_BOUND,
@@ -296,13 +298,15 @@ class SourceLine:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    """A secondary finding, ranked by the share of the gap it explains."""
+    """A secondary finding, ranked by the share of the time it explains."""
 
     bottleneck: Bottleneck
     headline: str
     evidence: tuple[Evidence, ...] = ()
     share: float | None = None
-    """Share (0..1) of the gap to the roofline (or of idle time) that it explains; None if unknown."""
+    """Share (0..1) of the time in question that it explains, None if unknown: of the kernel's gap to its
+    roofline for a kernel finding, of the steady state's wall time (start-up and teardown: of the capture's)
+    for a timeline finding; the headline says which."""
     where: tuple[SourceLine, ...] = ()
     """The source lines responsible, most first (see :class:`SourceLine`)."""
 

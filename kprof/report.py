@@ -142,7 +142,7 @@ def sample_paths(stage: str | None = None) -> list[str]:
             continue
         if fmt in TIMELINE_FORMATS:
             name = p.name
-            for suffix in (".nsys-rep", ".sqlite", ".json.gz", ".json", ".pt.trace.json.gz"):
+            for suffix in (".nsys-rep", ".sqlite.gz", ".sqlite", ".json.gz", ".json", ".pt.trace.json.gz"):
                 if name.endswith(suffix):
                     name = name[: -len(suffix)]
                     break
@@ -326,6 +326,7 @@ def timeline_gaps(tl: Timeline) -> Any:
 
 GAP_CAUSE_LABELS = {
     "host": "host issuing",
+    "host_compute": "host computing",
     "sync": "after sync",
     "copy": "copy",
     "startup": "start-up",

@@ -115,8 +115,8 @@ def test_sample_paths_pick_one_file_per_timeline_sample():
     tl = report.sample_paths("timeline")
     stems = [Path(p).name.split(".")[0] for p in tl]
     assert len(stems) == len(set(stems)) and tl
-    assert all(p.endswith((".sqlite", ".nsys-rep", ".json.gz", ".json")) for p in tl)
-    assert all(p.endswith(".ncu-rep") for p in report.sample_paths("kernel"))
+    assert all(p.endswith((".sqlite", ".sqlite.gz", ".nsys-rep", ".json.gz", ".json")) for p in tl)
+    assert all(p.endswith((".ncu-rep", ".ncu-rep.gz")) for p in report.sample_paths("kernel"))
 
 
 def test_atomic_write_replaces_whole_or_not_at_all(tmp_path, monkeypatch):

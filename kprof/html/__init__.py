@@ -147,7 +147,7 @@ def _render_text(s: dict[str, Any]) -> str:
     if s["next_step"]:
         lines.append(f"  next: {s['next_step']}")
     for f in s["findings"]:
-        share = f" [{f['share']} of the gap]" if f["share"] else ""
+        share = f" [{f['share']}]" if f["share"] else ""
         at = f" (at {f['where'][0].split(' (', 1)[0].split(': ', 1)[0]})" if f["where"] else ""
         lines.append(f"  also: {f['bottleneck']}{share}: {f['headline']}{at}")
     return "\n".join(lines)
