@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kprof import thresholds as th
+from kprof.diagnose.localize import localized
 from kprof.diagnose.roofline import (
     COMPUTE_SOL,
     MEMORY_SOL,
@@ -2994,6 +2995,7 @@ def _resource_diagnosis(
     )
 
 
+@localized
 def diagnose_launch(
     k: KernelLaunch,
     *,
