@@ -237,6 +237,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     _profile_arguments(pr)
     pr.set_defaults(func=_profile)
+
+    ex = sub.add_parser("explain", help="what a bottleneck id means, its thresholds and their sources")
+    ex.add_argument("ids", nargs="*", metavar="ID", help="bottleneck ids (default: all)")
+    ex.add_argument("--json", action="store_true", help='print {"explanations": [...]} as JSON')
+    ex.set_defaults(func=_explain)
+    sub.add_parser("mcp", help="serve kprof's tools to agents (Model Context Protocol, stdio)").set_defaults(
+        func=_mcp
+    )
+    et = sub.add_parser(
+        "export-trace",
+        help="write a capture as a Chrome trace (Perfetto, chrome://tracing) with kprof's findings on top",
+    )
+    et.add_argument(
+        "capture", metavar="CAPTURE", help=".nsys-rep, nsys .sqlite or PyTorch profiler .json(.gz)"
+    )
+    et.add_argument(
+        "-o", "--output", default=None, help="the trace to write (default: NAME.trace.json.gz here)"
+    )
+    et.set_defaults(func=_export_trace)
     return p
 
 
@@ -258,6 +277,9 @@ def _delegate(module: str, name: str, issue: str) -> Any:
 _compare = _delegate("kprof.diagnose.compare", "compare", "issue 7: verify a fix")
 _report = _delegate("kprof.report", "report", "issue 5: presentation")
 _profile = _delegate("kprof.capture", "profile", "issue 6: capture")
+_explain = _delegate("kprof.explain", "explain", "issue 18")
+_mcp = _delegate("kprof.mcp_server", "mcp", "issue 18")
+_export_trace = _delegate("kprof.export_trace", "export-trace", "issue 18")
 
 
 def _notebook(args: argparse.Namespace) -> int:

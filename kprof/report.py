@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kprof.errors import KprofError, KprofInputError
+from kprof.outputs import check_output, disk_full_is_bad_input, give_permissions, writing_output
 
 if TYPE_CHECKING:
     import argparse
@@ -239,8 +240,8 @@ def sort_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
     timelines: list[str] = []
     kernels: list[str] = []
     for p in paths:
+        fmt = detect_format(p)  # before abspath, which turns an empty path into the current folder
         ap = os.path.abspath(os.fspath(p))
-        fmt = detect_format(ap)
         (timelines if fmt in TIMELINE_FORMATS else kernels).append(ap)
     jobs: list[list[str]] = []
     if len(timelines) >= 2:
@@ -800,7 +801,7 @@ def atomic_write(path: Path, data: str) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
+        give_permissions(tmp, path)  # an earlier report keeps its mode; a new one follows the umask
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -864,9 +865,6 @@ def build_report(
     PosixPath('report.html')
     """
     t_start = time.perf_counter()
-    out_path = Path(output).resolve()
-    if out_path.is_dir():
-        raise KprofInputError(out_path, "is a directory; give the report's file name with -o")
     paths = list(paths or [])
     if not paths:
         paths = list(sample_paths())
@@ -874,6 +872,7 @@ def build_report(
 
         with contextlib.suppress(KprofError):  # a gallery without multi-rank samples still reports
             paths += sample_job_paths("ddp_straggler")
+    out_path = check_output(output, paths)  # before any work: never an input, a profile, a protected file
     inputs = sort_inputs(paths)
     stages = inputs.stages()
     if not stages:
@@ -893,7 +892,7 @@ def build_report(
     say(f"{n_in} inputs ({', '.join(parts_desc)}) -> {len(stages)} notebooks")
     n_jobs = max(1, min(len(stages), jobs if jobs is not None else len(stages)))
     done: dict[str, tuple[float, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:
+    with disk_full_is_bad_input(), tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:
         workdir = Path(tmp)
         tasks = [(stage, stage_parameters(stage, inputs), workdir) for stage in stages]
         if n_jobs == 1:
@@ -911,7 +910,8 @@ def build_report(
         merged = merge_notebooks(parts, inputs, show_code)
         merged.cells.append(_footer(timings, time.perf_counter() - t_start))
         body = export_html(merged, show_code)
-        atomic_write(out_path, body)
+        with writing_output(out_path):
+            atomic_write(out_path, body)
         dt = time.perf_counter() - t0
     total = time.perf_counter() - t_start
     say(f"exported in {dt:.1f} s; wrote {out_path} ({len(body) / 1e6:.1f} MB) in {total:.1f} s")
@@ -968,6 +968,8 @@ def _run_parallel(
                 if not result["ok"]:
                     if result["kind"] == "input":
                         raise KprofError(result["message"])
+                    if result.get("errno"):  # e.g. a full disk: the caller says what it means
+                        raise OSError(result["errno"], result["message"])
                     raise RuntimeError(result["message"])
                 nb = nbformat.read(workdir / _executed_name(stage), as_version=4)
                 yield stage, float(result["seconds"]), nb
@@ -995,6 +997,8 @@ def _worker(job_file: str) -> int:
         result = {"ok": False, "kind": "input", "message": str(exc)}
     except Exception as exc:
         result = {"ok": False, "kind": "internal", "message": f"{type(exc).__name__}: {exc}"}
+        if isinstance(exc, OSError) and exc.errno:
+            result["errno"] = exc.errno
     atomic_write(out, json.dumps(result))
     return 0
 

@@ -146,11 +146,18 @@ cat versions.json
 # ---------------------------------------------------------------- kernel samples (Nsight Compute)
 # One launch each: the programs run WARMUP=3 launches, then the profiled one.
 NCU=(ncu --set full --import-source yes --clock-control none)
+# Reports kept gzip-compressed (kprof reads .ncu-rep.gz): library/Triton reports embed whole code modules
+# (6.5 MB for the PyTorch copy), and the working tree that travels to the GPU is capped at 64 MiB.
+NCU_GZ=" triton_fp32_ieee_dot torch_permute_copy "
 ncu_sample() {  # ncu_sample NAME REGEX PROGRAM [ARGS...]
   local name=$1 regex=$2; shift 2
   want "$name" || return 0
   capture "$name" "ncu/$name.ncu-rep" "${NCU[@]}" -k "regex:$regex" --launch-skip 3 --launch-count 1 \
-    -f -o "ncu/$name" python3 "$@"
+    -f -o "ncu/$name" python3 "$@" || return 0
+  local f="ncu/$name.ncu-rep"
+  if [[ "$NCU_GZ" == *" $name "* ]]; then
+    gzip -9 -n -f "$f" && sed -i "s#^$f\t\(.*\)\$#$f.gz\t\1 \&\& gzip -9 -n $f#" commands.tsv
+  fi
 }
 K=workloads/kernels
 ncu_sample uncoalesced_global_access '^strided_gather$'      $K/uncoalesced_global_access.py
@@ -184,8 +191,9 @@ for name in uncoalesced_global_access shared_bank_conflicts; do
 done
 
 # ---------------------------------------------------------------- timeline samples
-# nsys captures only the steady state (the program brackets it with cudaProfilerStart/Stop);
-# the torch.profiler trace comes from a second run of the same program (CUPTI has one owner).
+# timeline_sample: nsys captures only the steady state (the program brackets it with
+# cudaProfilerStart/Stop); timeline_whole_sample: nsys captures the whole process (no capture range).
+# The torch.profiler trace comes from a second run of the same program (CUPTI has one owner).
 NSYS=(nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none --capture-range=cudaProfilerApi
       --capture-range-end=stop -f true)
 timeline_sample() {  # timeline_sample NAME 'EXTRA NSYS FLAGS' PROGRAM [ARGS...]
@@ -201,7 +209,26 @@ timeline_sample() {  # timeline_sample NAME 'EXTRA NSYS FLAGS' PROGRAM [ARGS...]
   fi
   if [ -s "timeline/$name.nsys-rep" ]; then
     capture "$name:sqlite" "timeline/$name.sqlite" nsys export --type sqlite -o "timeline/$name.sqlite" \
-      "timeline/$name.nsys-rep"
+      "timeline/$name.nsys-rep" && gz_sqlite "$name"
+  fi
+  capture "$name:torch" "timeline/$name.json.gz" python3 "$@" --mode torch --trace "timeline/$name.json.gz"
+}
+# The issue-13 samples keep their .sqlite export gzip-compressed (kprof reads .sqlite.gz; a whole-process
+# export is ~2 MB raw, ~0.6 MB compressed, and the working tree that travels to the GPU is capped at 64 MiB).
+SQLITE_GZ=" host_compute_bound pinned_unoverlapped_copies whole_process_launch_bound teardown_after_loop "
+gz_sqlite() {  # gz_sqlite NAME: gzip timeline/NAME.sqlite when NAME is in SQLITE_GZ, and record it
+  local name=$1 f="timeline/$1.sqlite"
+  [[ "$SQLITE_GZ" == *" $name "* ]] && [ -s "$f" ] || return 0
+  gzip -9 -n -f "$f" && sed -i "s#^$f\t\(.*\)\$#$f.gz\t\1 \&\& gzip -9 -n $f#" commands.tsv
+}
+timeline_whole_sample() {  # timeline_whole_sample NAME PROGRAM [ARGS...]: the WHOLE process, no capture range
+  local name=$1; shift
+  want "$name" || return 0
+  capture "$name:nsys" "timeline/$name.nsys-rep" nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none \
+    -f true -o "timeline/$name" python3 "$@" --mode nsys
+  if [ -s "timeline/$name.nsys-rep" ]; then
+    capture "$name:sqlite" "timeline/$name.sqlite" nsys export --type sqlite -o "timeline/$name.sqlite" \
+      "timeline/$name.nsys-rep" && gz_sqlite "$name"
   fi
   capture "$name:torch" "timeline/$name.json.gz" python3 "$@" --mode torch --trace "timeline/$name.json.gz"
 }
@@ -212,6 +239,11 @@ timeline_sample transfer_bound    "" $T/transfer_bound.py
 timeline_sample gpu_bound         "" $T/gpu_bound.py
 timeline_sample pair_graph_before "" $T/pair_graph.py
 timeline_sample pair_graph_after  "--cuda-graph-trace=graph" $T/pair_graph.py --graph
+timeline_sample host_compute_bound "" $T/host_compute_bound.py
+timeline_sample pinned_unoverlapped_copies "" $T/pinned_unoverlapped_copies.py
+# whole-process captures (issue 13): start-up and teardown are in the capture
+timeline_whole_sample whole_process_launch_bound $T/whole_process_launch_bound.py
+timeline_whole_sample teardown_after_loop $T/teardown_after_loop.py
 
 # ---------------------------------------------------------------- pack for the trip back
 log "files:"

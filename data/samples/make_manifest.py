@@ -151,6 +151,37 @@ TIMELINE_SAMPLES = [
      "explicitly), so the kernels appear only as one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row per replay, not in "
      "CUPTI_ACTIVITY_KIND_KERNEL; the PyTorch trace lists the graph's kernels individually.",
      "pair_graph", "after"),
+    # issue 13: numbers from data/validation/timeline/measure.py (steady-state window = whole loop iterations
+    # between the GPU start of iteration 2 (0 for the capture-range samples) and of the last iteration).
+    ("host_compute_bound", f"{T}/host_compute_bound.py", "host_compute_bound", "fix",
+     "A training step starved by its DataLoader (num_workers=0): each batch of 64 3x64x64 images is made and "
+     "augmented in numpy in the main process (crop, flip, 3x3 blur via np.roll, jitter, normalisation), then "
+     "copied pageable to the GPU; the small CNN needs ~1 ms of GPU work. nsys (steady state, 9 steps of 63.8 "
+     "ms): GPU busy 1.4%, 98.6% of the idle time outside any CUDA API call, one gap >1 ms per step (max 60.7 ms). In "
+     "the PyTorch trace the gaps lie inside 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__' "
+     "(92.9% of the idle time). Fix: DataLoader workers + pin_memory + prefetch, or GPU augmentation.",
+     None, None),
+    ("pinned_unoverlapped_copies", f"{T}/pinned_unoverlapped_copies.py", "transfer_bound", "fix",
+     "Each step copies a 64 MiB pinned batch to the GPU with non_blocking=True on the default stream, then "
+     "runs an FP32 GEMM (2048x8192 @ 8192x2048, TF32 off) on it: copy engine and SMs take turns. Steady "
+     "state (9 steps of 2.56 ms): copies 47.5% (pinned H2D at 55.2 GB/s), kernels 52.1%, 0 ms of overlap, "
+     "GPU busy 99.6%. Memory is already pinned: the fix is overlap (copy stream + two buffers + events), "
+     "bounded by the copy's 47.5% share (step -> ~1.34 ms, the GEMM's time).", None, None),
+    ("whole_process_launch_bound", f"{T}/whole_process_launch_bound.py", "host_launch_bound", "fix",
+     "WHOLE-PROCESS capture (no capture range) of a short training run: a 13-layer width-256 MLP, batch 64, "
+     "SGD with momentum (foreach=False), 25 steps of ~185 tiny kernels (mean 2.0 us). Start-up (interpreter, "
+     "imports, context, lazy loading, the optimizer's first import of torch._dynamo) is 90.1% of the 11.4 s "
+     "capture and process exit 8.8%; the loop's steady state (22 steps of 5.67 ms) has GPU busy 6.5% with "
+     "4070 launches in 125 ms: the loop is launch-bound and that, not start-up, is the capture's verdict "
+     "(start-up is a finding with its share).", None, None),
+    ("teardown_after_loop", f"{T}/teardown_after_loop.py", "gpu_bound", "healthy",
+     "WHOLE-PROCESS capture of a short GPU-bound loop (40 steps of three 512-768 MiB elementwise kernels, "
+     "GPU busy 99.0%, 0.50 ms per step) followed by a long teardown: 1503 cudaFree (empty_cache of 1500 "
+     "12 MiB segments, 106.8 ms) and cudaDeviceReset (67.8 ms), then interpreter exit; the teardown after "
+     "the loop is 742 ms (10.6% of the capture), start-up 89.1%, the loop 1.3%. The frees synchronize, but "
+     "they are one-time teardown, not a sync problem of the loop. The PyTorch trace covers the frees "
+     "(cudaFree x1503, 99.6 ms, 20.5% of the trace) but not the reset (run after the profiler stops).",
+     None, None),
 ]
 
 M = "workloads/multirank"
@@ -180,7 +211,11 @@ TOOLS_BY_KIND = {
     "kineto": {"python", "torch", "torch_cuda"},
 }
 
+# Kernel samples whose report is stored gzip-compressed (generate.sh's NCU_GZ).
+NCU_GZ = {"triton_fp32_ieee_dot", "torch_permute_copy"}
 TIMELINE_FILES = [("nsys-rep", ".nsys-rep"), ("nsys-sqlite", ".sqlite"), ("kineto", ".json.gz")]
+# Timeline samples whose SQLite export is stored gzip-compressed (generate.sh's SQLITE_GZ): size only.
+SQLITE_GZ = {"host_compute_bound", "pinned_unoverlapped_copies", "whole_process_launch_bound", "teardown_after_loop"}
 
 
 def _sha256(path: str) -> str:
@@ -263,7 +298,9 @@ def main() -> int:
     by_id = {}
     for sid, workload, bottleneck, verdict, desc, pname, prole in KERNEL_SAMPLES:
         by_id[sid] = (workload, bottleneck, verdict, desc)
-        add(f"ncu/{sid}.ncu-rep", "ncu-rep", workload, bottleneck, verdict, desc, _pair(pname, prole))
+        rep = f"ncu/{sid}.ncu-rep" + (".gz" if sid in NCU_GZ else "")
+        add(rep, "ncu-rep", workload, bottleneck, verdict, desc + (" gzip -9." if sid in NCU_GZ else ""),
+            _pair(pname, prole))
     for sid, pages in CSV_SAMPLES:
         workload, bottleneck, verdict, desc = by_id[sid]
         for page in pages:
@@ -273,6 +310,8 @@ def main() -> int:
     for sid, workload, bottleneck, verdict, desc, pname, prole in TIMELINE_SAMPLES:
         for kind, suffix in TIMELINE_FILES:
             d = desc if kind != "nsys-sqlite" else f"SQLite export of timeline/{sid}.nsys-rep (see that entry)."
+            if kind == "nsys-sqlite" and sid in SQLITE_GZ:
+                suffix, d = ".sqlite.gz", d[:-1] + ", gzip -9."
             add(f"timeline/{sid}{suffix}", kind, workload, bottleneck, verdict, d, _pair(pname, prole))
 
     jobs: list[dict] = []
@@ -315,9 +354,11 @@ def main() -> int:
             "laid out like data/samples (workloads/, ncu/, timeline/). ncu: --set full, one launch after 3 "
             "warm-up launches, --clock-control none; durations inside ncu reports are replayed, serialized "
             "times. nsys: only the steady state (cudaProfilerStart/Stop around the recorded steps, "
-            "--capture-range=cudaProfilerApi), with one NVTX range 'step N' per iteration; the PyTorch "
-            "profiler traces come from a separate run of the same program (schedule wait=0, warmup=2, "
-            "active=N, ProfilerStep#N per step)."
+            "--capture-range=cudaProfilerApi), with one NVTX range 'step N' per iteration, except "
+            "whole_process_launch_bound and teardown_after_loop, which capture the whole process (no capture "
+            "range; their PyTorch traces run from before the first CUDA call to the end, ProfilerStep#0 being "
+            "the start-up); the PyTorch profiler traces come from a separate run of the same program "
+            "(schedule wait=0, warmup=2, active=N, ProfilerStep#N per step)."
         ),
         "files": entries,
         "jobs": jobs,

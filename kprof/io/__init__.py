@@ -39,6 +39,8 @@ content is decompressed into a private temporary file, never beside the user's f
 
 def check_readable_file(path: str | os.PathLike[str]) -> Path:
     """Raise :class:`KprofInputError` unless ``path`` is an existing, readable, non-empty file."""
+    if not os.fspath(path):  # Path("") is ".", the current folder: say what was given
+        raise KprofInputError("''", "the path is empty; give the path of a profile file")
     p = Path(path)
     try:
         exists = p.exists()

@@ -987,12 +987,15 @@ def load_nsys_rep(path: str | os.PathLike[str]) -> Timeline:
     The SQLite export goes to :func:`cache_dir` (never beside the user's file) and is
     reused while the report's path, size and modification time are unchanged. It is
     written under a temporary name and renamed, so an interrupted export is never reused.
+    A cached export that no longer loads (damaged, replaced) is removed and the report is
+    exported again, so one bad cache entry cannot fail every later run.
 
     Raises
     ------
     KprofInputError
         When ``nsys`` is not on PATH (the message gives the exact command to run on a
-        machine that has it), or when the export fails.
+        machine that has it), when the export fails, or when the cache folder cannot be
+        used (the message names the folder, not the report).
 
     Examples
     --------
@@ -1002,39 +1005,72 @@ def load_nsys_rep(path: str | os.PathLike[str]) -> Timeline:
     if not p.is_file():
         raise KprofInputError(p, "no such file")
     target = cached_export_path(p)
-    if target.is_file() and target.stat().st_size > 0:
-        tl = load_nsys_sqlite(target)
-        return _with_source(tl, str(path))
     nsys = shutil.which("nsys")
+    with _cache_errors(p, target.parent):
+        cached = target.is_file() and target.stat().st_size > 0
+    if cached:
+        try:
+            return _with_source(load_nsys_sqlite(target), str(path))
+        except KprofInputError as exc:
+            # a cache entry that does not load (a damaged disk block, a copy from elsewhere, a file
+            # replaced by hand) would fail every later run: discard it and export the report again
+            with _cache_errors(p, target.parent):
+                target.unlink(missing_ok=True)
+            if nsys is None:
+                raise KprofInputError(
+                    p,
+                    f"its cached SQLite export {target} does not load ({exc.reason}) and was removed; nsys is "
+                    f"not on PATH to export it again: on a machine with Nsight Systems run `{export_command(p)}` "
+                    "and pass the .sqlite file instead",
+                ) from exc
     if nsys is None:
         raise KprofInputError(
             p,
             "nsys is not on PATH, so the report cannot be read here; on a machine with Nsight Systems run "
             f"`{export_command(p)}` and pass the .sqlite file instead",
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _tmp_name(target) as tmp:
-        cmd = [
-            nsys,
-            "export",
-            "--type",
-            "sqlite",
-            "--force-overwrite",
-            "true",
-            "-o",
-            str(tmp),
-            str(p.resolve()),
-        ]
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise KprofInputError(p, f"`nsys export` failed to run: {exc}") from exc
-        if res.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
-            msg = (res.stderr or res.stdout or "").strip().splitlines()
-            why = msg[-1] if msg else f"exit status {res.returncode}"
-            raise KprofInputError(p, f"`nsys export --type sqlite` failed: {why}")
-        os.replace(tmp, target)
-    return _with_source(load_nsys_sqlite(target), str(path))
+    with _cache_errors(p, target.parent):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _tmp_name(target) as tmp:
+            cmd = [
+                nsys,
+                "export",
+                "--type",
+                "sqlite",
+                "--force-overwrite",
+                "true",
+                "-o",
+                str(tmp),
+                str(p.resolve()),
+            ]
+            try:
+                res = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise KprofInputError(p, f"`nsys export` failed to run: {exc}") from exc
+            if res.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
+                msg = (res.stderr or res.stdout or "").strip().splitlines()
+                why = msg[-1] if msg else f"exit status {res.returncode}"
+                raise KprofInputError(p, f"`nsys export --type sqlite` failed: {why}")
+            os.replace(tmp, target)
+    try:
+        tl = load_nsys_sqlite(target)
+    except KprofInputError as exc:
+        raise KprofInputError(p, f"{exc.reason} (in its SQLite export {target})") from exc
+    return _with_source(tl, str(path))
+
+
+@contextlib.contextmanager
+def _cache_errors(report: Path, folder: Path) -> Iterator[None]:
+    """An OS error while using the export cache is the cache folder's problem, named as such
+    (not a failure to read the user's report)."""
+    try:
+        yield
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise KprofInputError(
+            report,
+            f"cannot use the export cache folder {folder} ({why}); set KPROF_CACHE_DIR to a writable folder",
+        ) from exc
 
 
 STALE_TMP_S = 3600.0

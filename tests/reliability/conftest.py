@@ -7,6 +7,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.crafted import hostile_kineto_trace
-from tests.reliability.inputs import CORPUS, SAMPLES
+from tests.reliability.inputs import CORPUS, NSYS_SQLITE, SAMPLES
 from tests.reliability.runner import REPO, child_env
 
 REPORT_TIMEOUT_S = 300
@@ -94,3 +95,39 @@ def parallel_reports(hostile_trace: Path, tmp_path_factory: pytest.TempPathFacto
             o, e = p.communicate()
         results.append((p.returncode, o.decode(errors="replace"), e.decode(errors="replace")))
     return {"same": same, "other": other, "dir": out, "runs": results, "input": hostile_trace}
+
+
+# ----------------------------------------------------------------------------- a stand-in for nsys
+
+_FAKE_NSYS = textwrap.dedent(
+    """\
+    #!{python}
+    # Stand-in for `nsys export --type sqlite --force-overwrite true -o OUT REP` (tests only).
+    import os, sys, time
+    args = sys.argv[1:]
+    out = args[args.index("-o") + 1]
+    data = open({sample!r}, "rb").read()
+    mode = os.environ.get("FAKE_NSYS_MODE", "ok")
+    with open(out, "wb") as f:
+        f.write(data[: len(data) // 2])
+        f.flush()
+        if mode == "fail":
+            print("ERROR: Database export failed: disk I/O error", file=sys.stderr)
+            sys.exit(1)
+        if mode in ("hang", "slow"):
+            open(out + ".started", "w").close()
+            time.sleep(3600 if mode == "hang" else 2)
+        f.write(data[len(data) // 2 :])
+    """
+)
+
+
+@pytest.fixture()
+def fake_nsys(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "nsys"
+    exe.write_text(_FAKE_NSYS.format(python=sys.executable, sample=str(NSYS_SQLITE)))
+    exe.chmod(0o755)
+    cache = tmp_path / "cache"
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "KPROF_CACHE_DIR": str(cache)}

@@ -1,0 +1,476 @@
+"""What each bottleneck id means, when kprof gives it, the thresholds it judges with and their sources.
+
+:func:`explain` answers ``kprof explain ID`` and the MCP tool ``explain``: an agent or a person who
+reads ``"bottleneck": "sync_bound"`` in a diagnosis can ask what that id stands for, which numbers
+decide it and where those numbers come from, without reading the rule's code.
+
+Every threshold is quoted from :mod:`kprof.thresholds` (its value and the docstring beside it, which
+says where the value comes from), never restated here, so the two cannot drift apart. Each entry names
+the module whose rule gives the id; ``tests/test_explain.py`` checks that every id of
+:class:`~kprof.model.Bottleneck` has an entry and that each listed threshold exists and is read by that
+module.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from kprof import thresholds as th
+from kprof.errors import KprofError
+from kprof.model import Bottleneck
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Threshold:
+    """One named threshold: its value and where the value comes from (the docstring in ``kprof.thresholds``)."""
+
+    name: str
+    value: Any
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        v = self.value
+        return {"name": self.name, "value": list(v) if isinstance(v, tuple) else v, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Explanation:
+    """What a bottleneck id means and how kprof decides it.
+
+    Examples
+    --------
+    >>> e = explain("sync_bound")
+    >>> e.level, e.thresholds[0].name
+    ('timeline', 'CLOCK_ALIGNMENT_SLACK_NS')
+    """
+
+    bottleneck: str
+    level: str
+    """``timeline``, ``job``, ``kernel (resource)`` or ``kernel (mechanism)``."""
+    meaning: str
+    when: str
+    """The rule: what kprof measures and when it gives this id."""
+    fix: str
+    """What the diagnosis recommends, in general terms (each diagnosis words it for its own case)."""
+    thresholds: tuple[Threshold, ...]
+    rule: str
+    """The module whose rule gives this id."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bottleneck": self.bottleneck,
+            "level": self.level,
+            "meaning": self.meaning,
+            "when": self.when,
+            "fix": self.fix,
+            "thresholds": [t.to_dict() for t in self.thresholds],
+            "rule": self.rule,
+        }
+
+    def to_text(self) -> str:
+        lines = [
+            f"{self.bottleneck} ({self.level})",
+            f"  meaning: {self.meaning}",
+            f"  when:    {self.when}",
+            f"  fix:     {self.fix}",
+            f"  rule:    {self.rule}",
+        ]
+        if self.thresholds:
+            lines.append("  thresholds (kprof/thresholds.py):")
+            for t in self.thresholds:
+                lines.append(f"    {t.name} = {t.value!r}: {t.source}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    level: str
+    meaning: str
+    when: str
+    fix: str
+    thresholds: tuple[str, ...]
+    rule: str
+
+
+_TIMELINE = "kprof/diagnose/timeline.py"
+_JOB = "kprof/diagnose/job.py"
+_KERNEL = "kprof/diagnose/kernel.py"
+
+_ENTRIES: dict[str, _Entry] = {
+    # ------------------------------------------------------------------ timeline
+    "host_launch_bound": _Entry(
+        "timeline",
+        "The GPU sits idle between many short launches: the host issues work (Python, framework dispatch, "
+        "launch calls) more slowly than the GPU runs it.",
+        "The steady state is less than GPU_BOUND_BUSY_FRACTION busy and, of its idle gaps, those during which "
+        "the host was still issuing work (not blocked in a sync or copy, not in start-up calls) explain the "
+        "most idle time. Host-caused idle time above MAX_DISPATCH_PER_LAUNCH_NS per launch is not dispatch "
+        "overhead, and the verdict is then inconclusive with the host-sampling capture to run.",
+        "Issue fewer, larger launches: CUDA graphs (torch.compile mode='reduce-overhead', torch.cuda.graphs), "
+        "fused kernels, larger batches.",
+        (
+            "GPU_BOUND_BUSY_FRACTION",
+            "MAX_DISPATCH_PER_LAUNCH_NS",
+            "TYPICAL_LAUNCH_OVERHEAD_NS",
+            "MIN_FINDING_SHARE",
+        ),
+        _TIMELINE,
+    ),
+    "host_compute_bound": _Entry(
+        "timeline",
+        "The GPU waits while the host computes something other than launching work: data loading and "
+        "preprocessing, Python logic, a CPU loop.",
+        "Long idle gaps without CUDA API calls, covered by host operators or ranges (a DataLoader's __next__, "
+        "numpy preprocessing), explain the most idle time of a steady state below GPU_BOUND_BUSY_FRACTION busy; "
+        "the diagnosis names the operator or range that covers the most idle time.",
+        "Move the host work off the critical path: DataLoader workers with pin_memory and prefetch, "
+        "preprocessing on the GPU, or overlapping it on another thread.",
+        ("GPU_BOUND_BUSY_FRACTION", "MAX_DISPATCH_PER_LAUNCH_NS", "MIN_FINDING_SHARE"),
+        _TIMELINE,
+    ),
+    "sync_bound": _Entry(
+        "timeline",
+        "The host blocks on the GPU repeatedly (.item(), cudaStreamSynchronize, a device-to-host copy in the "
+        "loop), so the queue drains and the GPU idles until the host issues work again.",
+        "The GPU went idle while the host was blocked in a synchronizing call (matched within "
+        "CLOCK_ALIGNMENT_SLACK_NS of the GPU work it waited for), and those gaps explain the most idle time of "
+        "a steady state below GPU_BOUND_BUSY_FRACTION busy. A blocking copy whose own transfer takes less than "
+        "BLOCKING_COPY_SHARE of the call counts as a sync.",
+        "Remove the synchronization from the loop: keep values on the GPU, check them every N steps, or copy "
+        "them asynchronously to pinned memory and read them one step later.",
+        ("CLOCK_ALIGNMENT_SLACK_NS", "BLOCKING_COPY_SHARE", "GPU_BOUND_BUSY_FRACTION", "MIN_FINDING_SHARE"),
+        _TIMELINE,
+    ),
+    "transfer_bound": _Entry(
+        "timeline",
+        "Copies between host and device dominate, or are pageable or not overlapped with compute.",
+        "Copy time not overlapped by compute exceeds DOMINANT_SHARE of the GPU-busy time, or waits in blocking "
+        "copies (whose own transfer takes at least BLOCKING_COPY_SHARE of the call) explain the most idle time.",
+        "Copy less (keep data on the GPU), copy from pinned memory with non_blocking=True, and overlap copies "
+        "with compute on a separate stream.",
+        ("DOMINANT_SHARE", "BLOCKING_COPY_SHARE", "GPU_BOUND_BUSY_FRACTION"),
+        _TIMELINE,
+    ),
+    "gpu_bound": _Entry(
+        "timeline",
+        "The time is in GPU work: the kernels themselves set the speed.",
+        "The union of kernel, copy, memset and graph intervals on the busiest GPU covers at least "
+        "GPU_BOUND_BUSY_FRACTION of the steady state's wall time. The diagnosis names the TOP_KERNELS kernels "
+        "by their share of GPU time, each with the exact ncu command that profiles it.",
+        "Profile the named kernels with Nsight Compute (step 2); at the timeline level there is nothing to "
+        "change but doing less work.",
+        ("GPU_BOUND_BUSY_FRACTION", "TOP_KERNELS"),
+        _TIMELINE,
+    ),
+    "startup_bound": _Entry(
+        "timeline",
+        "One-time work (context creation, module and library loading, handle creation, teardown) dominates a "
+        "capture that holds no repeated work after it.",
+        "One-time work takes more than STARTUP_SHARE of the captured wall time and nothing after it is "
+        "repeated work (with at least MIN_ITERATIONS_FOR_WARMUP_DROP iterations, the first is warm-up and the "
+        "steady state leads instead).",
+        "Capture the steady state only (nsys --capture-range=cudaProfilerApi around the loop, or a profiler "
+        "schedule with warm-up steps), or amortize start-up over a longer run.",
+        ("STARTUP_SHARE", "MIN_ITERATIONS_FOR_WARMUP_DROP"),
+        _TIMELINE,
+    ),
+    # ------------------------------------------------------------------ job
+    "straggler": _Entry(
+        "job",
+        "One or a few ranks are slower than the others, and the others wait for them at every collective.",
+        "A rank's compute per step exceeds the typical rank's by more than STRAGGLER_MIN_EXCESS (and by at "
+        "least STRAGGLER_MIN_STEP_SHARE of the step), the other ranks' exposed NCCL time per step grows by at "
+        "least STRAGGLER_WAIT_MATCH of that excess, and at most STRAGGLER_MAX_FRACTION of the ranks are slow.",
+        "Find what the slow rank does differently (its own timeline diagnosis follows the job's): its data, "
+        "its GPU's clocks or its neighbours on the node.",
+        (
+            "STRAGGLER_MIN_EXCESS",
+            "STRAGGLER_MIN_STEP_SHARE",
+            "STRAGGLER_WAIT_MATCH",
+            "STRAGGLER_MAX_FRACTION",
+        ),
+        _JOB,
+    ),
+    "communication_bound": _Entry(
+        "job",
+        "Exposed collective (NCCL) time dominates the step: ranks are balanced, the time is communication.",
+        "No straggler and no load imbalance, and on every rank the exposed NCCL time per step (collective time "
+        "not overlapped with compute) is larger than both the rank's compute and its idle time per step.",
+        "Overlap communication with compute (DDP bucket sizes, FSDP prefetch), communicate less (gradient "
+        "accumulation, compression) or use a faster interconnect path.",
+        ("LOAD_IMBALANCE_SPREAD", "STRAGGLER_MIN_EXCESS"),
+        _JOB,
+    ),
+    "load_imbalance": _Entry(
+        "job",
+        "The work is split unevenly across ranks: many ranks differ, not a few outliers.",
+        "No straggler was found (more than STRAGGLER_MAX_FRACTION of the ranks are slow, or none alone), compute "
+        "per step differs across ranks by more than LOAD_IMBALANCE_SPREAD of the typical rank's, and the slowest "
+        "rank's excess is at least STRAGGLER_MIN_STEP_SHARE of the step.",
+        "Balance the work: equal shard sizes, sequence-length bucketing, or a partition by measured cost.",
+        ("LOAD_IMBALANCE_SPREAD", "STRAGGLER_MAX_FRACTION", "STRAGGLER_MIN_STEP_SHARE"),
+        _JOB,
+    ),
+    # ------------------------------------------------------------------ kernel, resource
+    "dram_bandwidth_bound": _Entry(
+        "kernel (resource)",
+        "DRAM bandwidth is the saturated unit.",
+        "DRAM throughput is the highest SpeedOfLight unit; at HEALTHY_FRACTION_OF_PEAK or more of its peak with "
+        "DRAM bytes close to what the tensors need, the kernel is healthy. An L2 passing a DRAM stream through "
+        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too.",
+        "Move fewer bytes: fuse with neighbouring kernels, use a smaller data type, reuse data from shared "
+        "memory or L2.",
+        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION", "L2_STREAMING_READ_HIT_RATE"),
+        _KERNEL,
+    ),
+    "l2_bandwidth_bound": _Entry(
+        "kernel (resource)",
+        "L2 bandwidth is the saturated unit.",
+        "L2 throughput is the highest SpeedOfLight unit at or above LATENCY_BOUND_FRACTION of its peak, and the "
+        "L2 is not merely passing a DRAM stream through.",
+        "Reuse data closer to the SMs (shared memory tiles, registers), or improve locality so that each "
+        "block's working set stays in L1.",
+        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        _KERNEL,
+    ),
+    "l1_shared_bandwidth_bound": _Entry(
+        "kernel (resource)",
+        "The L1/shared-memory pipe is the saturated unit.",
+        "L1/shared throughput is the highest SpeedOfLight unit at or above LATENCY_BOUND_FRACTION of its peak. "
+        "Saturating it because each FMA reloads its operands is a fix, not healthy.",
+        "Load fewer bytes from shared memory per useful operation: register tiling (several outputs per "
+        "thread), vectorized shared loads, fewer bank conflicts.",
+        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        _KERNEL,
+    ),
+    "compute_bound": _Entry(
+        "kernel (resource)",
+        "The FP32/FP64/INT pipes are the saturated unit.",
+        "A compute pipe is the highest SpeedOfLight unit at or above LATENCY_BOUND_FRACTION of its peak; at "
+        "HEALTHY_FRACTION_OF_PEAK doing work the algorithm needs, the kernel is healthy.",
+        "Do less arithmetic (algebraic simplification, lower precision), or move matrix work to tensor cores.",
+        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        _KERNEL,
+    ),
+    "tensor_core_bound": _Entry(
+        "kernel (resource)",
+        "The tensor-core pipes are the saturated unit.",
+        "The tensor pipe is the highest SpeedOfLight unit; at HEALTHY_FRACTION_OF_PEAK of its peak the kernel "
+        "is healthy (the advice is then to do less work, not to tune).",
+        "Do less work: lower precision (FP8/BF16 where accuracy allows), smaller or fewer matrix products.",
+        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        _KERNEL,
+    ),
+    "latency_bound": _Entry(
+        "kernel (resource)",
+        "Neither compute nor memory is saturated: warps stall waiting on latency.",
+        "Every SpeedOfLight unit is below LATENCY_BOUND_FRACTION of its peak and no mechanism rule explains "
+        "at least MIN_PRIMARY_SAVINGS of the time; the top warp stall reasons say what the warps wait for.",
+        "Expose more parallelism (more warps or more independent work per thread), prefetch, or shorten "
+        "dependency chains.",
+        ("LATENCY_BOUND_FRACTION", "MIN_PRIMARY_SAVINGS"),
+        _KERNEL,
+    ),
+    # ------------------------------------------------------------------ kernel, mechanism
+    "uncoalesced_global_access": _Entry(
+        "kernel (mechanism)",
+        "A warp's global loads or stores touch more 32-byte sectors than the bytes it uses need.",
+        "Sectors per request exceed COALESCING_TOLERANCE times the ideal for the access width, and the excess "
+        "traffic explains at least MIN_MECHANISM_SAVINGS (a finding) or MIN_PRIMARY_SAVINGS (the bottleneck) "
+        "of the kernel's time.",
+        "Make consecutive threads access consecutive addresses (transpose through shared memory, change the "
+        "data layout to structure-of-arrays, vectorize).",
+        ("COALESCING_TOLERANCE", "SECTOR_BYTES", "MIN_MECHANISM_SAVINGS", "MIN_PRIMARY_SAVINGS"),
+        _KERNEL,
+    ),
+    "shared_bank_conflicts": _Entry(
+        "kernel (mechanism)",
+        "Threads of a warp hit the same shared-memory bank at different addresses, so accesses serialize.",
+        "Shared wavefronts per request exceed COALESCING_TOLERANCE times the ideal for the access width "
+        "(SHARED_BANKS banks of SHARED_BANK_BYTES), and the extra wavefronts explain enough of the time.",
+        "Pad the shared array (tile[32][33]), swizzle the index, or change which thread reads which element.",
+        ("COALESCING_TOLERANCE", "SHARED_BANKS", "SHARED_BANK_BYTES", "MIN_MECHANISM_SAVINGS"),
+        _KERNEL,
+    ),
+    "local_memory_spill": _Entry(
+        "kernel (mechanism)",
+        "Thread-private data lives in local memory (register spills, or arrays indexed at run time) and its "
+        "traffic goes through L1/L2.",
+        "Local load/store sectors (or LDL/STL in the SASS) are a share of the memory traffic whose removal "
+        "would save at least MIN_MECHANISM_SAVINGS of the kernel's time.",
+        "Keep the data in registers (constant indices, unrolled loops, fewer live values) or in shared memory.",
+        ("MIN_MECHANISM_SAVINGS", "MIN_PRIMARY_SAVINGS"),
+        _KERNEL,
+    ),
+    "atomic_contention": _Entry(
+        "kernel (mechanism)",
+        "Many threads update the same few addresses atomically, so the updates serialize in L2.",
+        "At least ATOMIC_MIN_SHARE of global requests are atomics and one L2 slice's atomic unit runs "
+        "ATOMIC_HOT_SLICE_RATIO times the average slice.",
+        "Reduce in registers or shared memory first (warp shuffles, block reduction) and issue one atomic per "
+        "block, or privatize the counters.",
+        ("ATOMIC_MIN_SHARE", "ATOMIC_HOT_SLICE_RATIO"),
+        _KERNEL,
+    ),
+    "warp_divergence": _Entry(
+        "kernel (mechanism)",
+        "Threads of a warp take different branches, so each path runs with part of the warp idle.",
+        "Executed warp instructions average fewer than DIVERGENCE_ACTIVE_THREADS active threads of WARP_SIZE.",
+        "Make the branch uniform per warp (sort or bin the work, move the condition to the block level) or "
+        "compute both sides without a branch.",
+        ("DIVERGENCE_ACTIVE_THREADS", "WARP_SIZE"),
+        _KERNEL,
+    ),
+    "small_grid": _Entry(
+        "kernel (mechanism)",
+        "The grid has too few blocks to fill the GPU.",
+        "The SMs are active less than SMALL_GRID_ACTIVE_SM_FRACTION of the elapsed time and the grid has fewer "
+        "blocks than the GPU can hold at once.",
+        "Launch more blocks (split the work finer, split-K for reductions) or batch several problems into one "
+        "launch.",
+        ("SMALL_GRID_ACTIVE_SM_FRACTION", "MIN_MECHANISM_SAVINGS"),
+        _KERNEL,
+    ),
+    "tail_effect": _Entry(
+        "kernel (mechanism)",
+        "The last wave of blocks runs on part of the GPU while the rest idles.",
+        "The grid takes more than TAIL_MIN_WAVES waves and its partial last wave leaves enough of the GPU idle "
+        "to save at least MIN_MECHANISM_SAVINGS of the time.",
+        "Size the grid to a whole number of waves, or use a persistent (grid-stride) kernel.",
+        ("TAIL_MIN_WAVES", "MIN_MECHANISM_SAVINGS"),
+        _KERNEL,
+    ),
+    "occupancy_limited": _Entry(
+        "kernel (mechanism)",
+        "Registers or shared memory cap the warps per SM, and latency is exposed for lack of warps.",
+        "Theoretical occupancy is below OCCUPANCY_LOW_FRACTION, the grid fills at least OCCUPANCY_MIN_WAVES "
+        "waves, schedulers issue in fewer than ISSUE_EXPOSED_LATENCY of cycles, and the limiting unit is below "
+        "HEALTHY_FRACTION_OF_PEAK.",
+        "Free the limiting resource (__launch_bounds__, fewer registers per thread, less shared memory per "
+        "block) or give each warp more independent work.",
+        (
+            "OCCUPANCY_LOW_FRACTION",
+            "OCCUPANCY_MIN_WAVES",
+            "ISSUE_EXPOSED_LATENCY",
+            "HEALTHY_FRACTION_OF_PEAK",
+        ),
+        _KERNEL,
+    ),
+    "no_tensor_cores": _Entry(
+        "kernel (mechanism)",
+        "Matrix work runs on the FP32 FMA pipes; the SASS holds no MMA instruction.",
+        "FFMA is at least MATRIX_LIKE_FFMA_SHARE of the instructions, special functions stay under "
+        "MATRIX_LIKE_MAX_SFU_SHARE, the arithmetic intensity is past the FP32 ridge (or MATRIX_LIKE_MIN_INTENSITY "
+        "without peaks), and no HMMA/HGMMA issued.",
+        "Use tensor cores: cuBLAS/cuBLASLt (TF32 or BF16 where the precision allows), WMMA/MMA in CUDA C++, or "
+        "tl.dot in Triton.",
+        (
+            "MATRIX_LIKE_FFMA_SHARE",
+            "MATRIX_LIKE_MAX_SFU_SHARE",
+            "MATRIX_LIKE_MIN_INTENSITY",
+            "HEALTHY_FRACTION_OF_PEAK",
+        ),
+        _KERNEL,
+    ),
+    "instruction_bound": _Entry(
+        "kernel (mechanism)",
+        "Instruction issue is the limit: index arithmetic, special functions or conversions fill the issue slots.",
+        "Issue is the busiest unit while memory and the math pipes stay below LATENCY_BOUND_FRACTION of their "
+        "peaks.",
+        "Issue fewer instructions: hoist index math out of loops, vectorize loads, use intrinsics or tables for "
+        "special functions.",
+        ("LATENCY_BOUND_FRACTION",),
+        _KERNEL,
+    ),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _threshold_sources() -> dict[str, str]:
+    """The docstring under each constant of :mod:`kprof.thresholds` (its source), by name."""
+    tree = ast.parse(inspect.getsource(th))
+    out: dict[str, str] = {}
+    body = tree.body
+    for node, nxt in zip(body, [*body[1:], None], strict=True):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if not isinstance(target, ast.Name):
+            continue
+        doc = ""
+        if (
+            isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            doc = " ".join(nxt.value.value.split())
+        out[target.id] = doc
+    # a constant without its own docstring shares the next one's (SHARED_BANKS / SHARED_BANK_BYTES)
+    names = list(out)
+    for i, name in enumerate(names):
+        if not out[name]:
+            out[name] = next((out[n] for n in names[i + 1 :] if out[n]), "")
+    return out
+
+
+def known_ids() -> tuple[str, ...]:
+    """The bottleneck ids kprof gives today (:class:`~kprof.model.Bottleneck`), in vocabulary order."""
+    return tuple(b.value for b in Bottleneck)
+
+
+def explain(bottleneck: str | Bottleneck) -> Explanation:
+    """What ``bottleneck`` means, when kprof gives it, and the thresholds it is judged with.
+
+    Parameters
+    ----------
+    bottleneck
+        A bottleneck id (``"sync_bound"``) or :class:`~kprof.model.Bottleneck`.
+
+    Raises
+    ------
+    KprofError
+        The id is not in kprof's vocabulary (the message lists the ids).
+
+    Examples
+    --------
+    >>> explain("gpu_bound").thresholds[0].value
+    0.8
+    """
+    key = bottleneck.value if isinstance(bottleneck, Bottleneck) else str(bottleneck).strip()
+    if key not in known_ids() or key not in _ENTRIES:
+        raise KprofError(f"explain: unknown bottleneck id {key!r} (known: {', '.join(known_ids())})")
+    e = _ENTRIES[key]
+    sources = _threshold_sources()
+    return Explanation(
+        bottleneck=key,
+        level=e.level,
+        meaning=e.meaning,
+        when=e.when,
+        fix=e.fix,
+        thresholds=tuple(
+            Threshold(name=n, value=getattr(th, n), source=sources.get(n, "")) for n in e.thresholds
+        ),
+        rule=e.rule,
+    )
+
+
+def cli(args: Any) -> int:
+    """``kprof explain ID [--json]``."""
+    import json
+    import sys
+
+    ids = list(args.ids) or list(known_ids())
+    out = [explain(i) for i in ids]
+    if args.json:
+        json.dump({"explanations": [e.to_dict() for e in out]}, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print("\n\n".join(e.to_text() for e in out))
+    return 0
+
+
+__all__ = ["Explanation", "Threshold", "cli", "explain", "known_ids"]
