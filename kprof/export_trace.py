@@ -7,7 +7,8 @@ The Chrome trace event format (JSON, optionally gzip-compressed) is what Perfett
   verdict, and the time before and after it; one slice per idle gap of the diagnosed GPU, named
   by the cause the diagnosis gave it (``idle: host issuing work``, ``idle: after a blocking sync``,
   ...), with the host operator, NVTX range and CUDA call that cover the most of it in its arguments;
-  the launches of the kernels the diagnosis asks to profile with ncu, each with its command.
+  the launches of the kernels the diagnosis asks to profile with ncu, each with its command; and per
+  steady-state step its critical path (:mod:`kprof.diagnose.critical_path`), one slice per segment.
 - **GPU N**: one track per stream: kernels (short name, full name in the arguments), copies,
   memsets, CUDA graph launches.
 - **host**: per thread, its CUDA API calls, its host operators (PyTorch profiler) and its ranges
@@ -48,6 +49,7 @@ from kprof.timeline_model import COPY_DIRECTION_NAMES, MEMORY_KIND_NAMES, Timeli
 if TYPE_CHECKING:
     import argparse
 
+    from kprof.diagnose.critical_path import CriticalPathSummary
     from kprof.diagnose.timeline import GapCauses
     from kprof.model import Diagnosis
 
@@ -438,6 +440,28 @@ def _ncu_events(
                      origin, {"command": cmd, "name": k.names[k.name_id[i]]})  # fmt: skip
 
 
+def _critical_path_events(
+    cp: CriticalPathSummary | None, tracks: _Tracks, origin: int
+) -> Iterator[dict[str, Any]]:
+    """Per steady-state step, a slice over its critical path and, under it, one slice per segment
+    (``kernel: gemm``, ``host: aten::mm``, ``sync: cudaStreamSynchronize in aten::item``, ...)."""
+    if cp is None or not cp.paths:
+        return
+    tid = tracks.track(KPROF_PID, "critical path of each step (kprof)", CRITICAL_TID)
+    for p in cp.paths:
+        share = {k: round(v / p.duration_ns, 4) for k, v in p.by_kind().items() if v}
+        yield _x(f"critical path, step {p.step}", "kprof.critical_path", KPROF_PID, tid, p.start_ns, p.end_ns,
+                 origin, {"share_by_kind": share})  # fmt: skip
+        for seg in p.segments:
+            args: dict[str, Any] = {"kind": seg.kind}
+            if seg.scope and seg.scope != seg.name:
+                args["scope"] = seg.scope
+            if seg.correlation is not None:
+                args["correlation"] = seg.correlation
+            name = f"{seg.kind}: {seg.name}" if seg.name else seg.kind
+            yield _x(name, "kprof.critical_path", KPROF_PID, tid, seg.start_ns, seg.end_ns, origin, args)
+
+
 def _meta(tracks: _Tracks, processes: dict[int, tuple[str, int]]) -> Iterator[dict[str, Any]]:
     for pid, (name, sort) in processes.items():
         yield {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}}
@@ -463,6 +487,8 @@ class TraceInfo:
     idle_by_cause: dict[str, int]
     ncu_kernels: tuple[str, ...]
     bottleneck: str | None
+    critical_path: CriticalPathSummary | None = None
+    """The critical paths of the steady-state steps (None when the capture has no steps with GPU work)."""
 
 
 def trace_events(
@@ -517,6 +543,9 @@ def trace_events(
             with contextlib.suppress(re.error):
                 rx = re.compile(regex)
                 ncu_names += [n for n in (k.names if demangled else short) if rx.search(n)]
+    from kprof.diagnose.critical_path import critical_paths
+
+    cp = critical_paths(tl) if tl.gpu_op_count else None
     info = TraceInfo(
         origin_ns=origin,
         window=gaps.window,
@@ -524,6 +553,7 @@ def trace_events(
         idle_by_cause={c: v for c, v in gaps.idle_by_cause().items() if v},
         ncu_kernels=tuple(dict.fromkeys(ncu_names)),
         bottleneck=diag.bottleneck.value if diag is not None and diag.bottleneck is not None else None,
+        critical_path=cp if cp is not None and cp.paths else None,
     )
     gpu_label = f"GPU {gaps.device}" if gaps.device is not None else "GPU"
 
@@ -532,6 +562,7 @@ def trace_events(
         yield from _verdict_events(diag, gaps, span, tracks, origin)
         yield from _gap_events(tl, gaps, tracks, origin, gpu_label)
         yield from _ncu_events(tl, diag, gaps.window, tracks, origin)
+        yield from _critical_path_events(info.critical_path, tracks, origin)
         yield from _gpu_events(tl, tracks, origin, gpu_pids)
         yield from _host_events(tl, tracks, origin)
         yield from _meta(tracks, processes)
@@ -569,6 +600,7 @@ def _other(tl: Timeline, info: TraceInfo, diagnoses: Sequence[Diagnosis]) -> dic
             "window_ns": list(info.window) if info.window else None,
             "idle_ns_by_cause": info.idle_by_cause,
             "ncu_kernels": list(info.ncu_kernels),
+            "critical_path": info.critical_path.to_dict() if info.critical_path is not None else None,
             "diagnoses": [d.to_dict() for d in diagnoses],
         }
     }

@@ -55,6 +55,26 @@ busiest Python traces (ResNet-50, the 128-rank sampled job); 1 ms is ~7x the slo
 it the host is doing other work (CPU compute, compilation, I/O) and the diagnosis says so
 (inconclusive, with the host-sampling capture to run)."""
 
+THREAD_HANDOFF_MIN_NS = MAX_DISPATCH_PER_LAUNCH_NS
+"""A host thread that records nothing (no operator, range or CUDA call) for more than 1 ms while another
+thread is busy was waiting for that thread (PyTorch's autograd thread waits for the forward pass on the
+main thread): the critical path follows the hand-off (kprof/diagnose/critical_path.py). Shorter silences
+are Python between operators, 10-145 us per kernel as measured for MAX_DISPATCH_PER_LAUNCH_NS."""
+
+LAUNCH_LATENCY_PERCENTILE = 1.0
+"""The launch latency of a capture (a launch call's start to its kernel's start) is read from the kernels
+launched onto an idle stream, at this percentile: the fastest launches show the floor that every launch
+pays, and the 1st percentile ignores a stray clock pair. Measured on the H200 samples: 5.97-7.9 us at the
+1st percentile, 7.1-10.4 us median (host_launch_bound, pair_graph_before, sync_bound, Kineto and nsys);
+a queued kernel follows the previous one on its stream after 1.0-2.5 us (gpu_bound, 1st-99th percentile).
+A kernel whose launch started less than this latency before it could run was held by its launch, not by
+the kernel before it (kprof/diagnose/critical_path.py)."""
+
+LAUNCH_LATENCY_MIN_SAMPLES = 20
+"""At least 20 launches onto an idle stream to read the launch latency at LAUNCH_LATENCY_PERCENTILE
+(below that one stray pair sets it); with fewer the latency is taken as 0, the launch call's start, as
+Holistic Trace Analysis does."""
+
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""
@@ -120,10 +140,12 @@ SMALL_GRID_ACTIVE_SM_FRACTION = 0.80
 """A grid is too small when the SMs are busy less than 80% of the elapsed time on average
 (sm__cycles_active.avg / elapsed) and the grid has fewer blocks than SMs x resident blocks."""
 
-MATRIX_LIKE_FFMA_SHARE = 0.20
-"""FP32 work is matrix-like when FFMA is >= 20% of all executed (or listed) instructions and the
-arithmetic intensity is past the FP32 ridge point: a GEMM's inner loop is FFMA plus operand
-loads (siboehm-style SGEMM kernels list 23-81% FFMA)."""
+MATRIX_LIKE_FFMA_SHARE = 0.10
+"""FP32 work can be matrix work only when FFMA is >= 10% of the executed (or listed) instructions: a GEMM's
+inner loop is FFMA plus operand loads and loop bookkeeping. A naive SGEMM issues about six instructions per
+FFMA (two loads, two address increments, compare, branch: 18% FFMA measured in the H200 validation gallery);
+tiled kernels list 23-81% (siboehm-style SGEMMs), cuBLAS ~88%. What makes it *matrix* work is the data flow
+(MATRIX_LOADED_OPERAND_SHARE, MATRIX_REUSE_MIN), not this share."""
 
 MATRIX_LIKE_MAX_SFU_SHARE = 0.05
 """...and special-function instructions (MUFU: sin, exp, rsqrt) stay under 5%: transcendental-
@@ -132,6 +154,45 @@ heavy code is not a matrix product and gains nothing from tensor cores."""
 MATRIX_LIKE_MIN_INTENSITY = 10.0
 """FLOP per DRAM byte above which FP32 work is called matrix-like when the report has no FP32
 ridge point (peaks) to compare with; elementwise and stencil kernels sit below 10."""
+
+MATRIX_LOADED_OPERAND_SHARE = 0.5
+"""Matrix work shows in the SASS data flow: in the k-loop of a matrix product both multiplicands of each FMA
+are operands loaded from memory (LDS/LDSM from a shared tile, or LDG), ``acc += A[i][k] * B[k][j]``. In a
+Horner polynomial, a transcendental expansion or a dependent FMA chain the multiplicands are computed values
+or constants; in ``a * x[i] + y`` one is a constant. At least half of the executed FMAs must have both
+multiplicands loaded (measured: 1.00 in every SGEMM of data/samples and the ESMM corpus, from the
+naive kernel's 0.83 to cuBLAS's 0.89; 0 in the elementwise, reduction and divergence samples)."""
+
+MATRIX_REUSE_MIN = 2.0
+"""...and the loaded operands must be reused: each loaded value feeds >= 2 FMAs in registers (an outer
+product: a TM x TN register tile reuses each value TN or TM times), or each global byte feeds >= 2 FMAs via
+shared memory (MATRIX_MAX_GLOBAL_BYTES_PER_FMA), or the FP32 intensity is past the ridge (reuse through the
+caches). A dot product or a mat-vec loads fresh operands for every FMA and has none of these."""
+
+MATRIX_MAX_GLOBAL_BYTES_PER_FMA = 2.0
+"""Bytes per thread loaded from global memory per FMA below which the operands are reused through shared
+memory: a 4-byte operand feeding >= 2 FMAs (MATRIX_REUSE_MIN). A 16x16 shared-tiled SGEMM loads 0.5 B/FMA,
+a dot product 8 B/FMA."""
+
+L1_BYTES_PER_CYCLE_PER_SM = 128.0
+"""L1/shared-memory bandwidth per SM and cycle on Volta and later (32 banks x 4 B; NVIDIA's Volta, Ampere and
+Hopper tuning guides: 128 bytes/clock/SM)."""
+
+FP32_LANES_PER_SM = 128.0
+"""FP32 FMA lanes per SM (thread FFMAs per cycle) when the report does not give the peak: GA10x, AD10x and
+Hopper have 128 (A100/V100/Turing 64, whose reports carry
+``sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained`` and override this)."""
+
+FP_HEAVY_SHARE = 0.5
+"""A kernel is FMA-heavy when FP arithmetic is at least half of its executed instructions: its issue slots
+carry the math it must do (a cuBLAS SGEMM issues ~80% FFMA), so a busy SM is compute-bound, not
+instruction-bound ("most instructions are overhead" would be false)."""
+
+DEPENDENT_LOAD_SHARE = 0.5
+"""When at least half of the excess global sectors (or, without ncu's per-instruction counts, of the executed
+global loads) come from loads whose address is computed from loaded data (pointer chasing, gathers through
+an index array, hash probes), the scattered sectors are the data's, not the indexing's: the lever is keeping
+more loads in flight or reordering the data, not making consecutive threads read consecutive addresses."""
 
 TAIL_MIN_WAVES = 1.0
 """A tail effect needs more than one wave: with less, the problem is the grid size."""
@@ -144,6 +205,14 @@ ATOMIC_HOT_SLICE_RATIO = 10.0
 """Contention on few addresses shows as one L2 slice's atomic unit running >= 10x the average
 slice (addresses hash across slices, so spread-out atomics load slices evenly; H200 has 96+
 slices, so a single hot address gives a ratio near the slice count)."""
+
+L2_REREAD_FACTOR = 2.0
+"""L2 at its roof does work the algorithm needs only when it carries each byte about once. ncu flushes the caches
+before each replay pass (``--cache-control all``, the default), so every byte a kernel reads reaches L2 from
+DRAM once: the L2 sectors read by the SMs over the DRAM sectors read is how often each byte is fetched again
+from L2. At >= 2 the L2 traffic is mostly re-reads that shared-memory or register reuse (larger tiles) removes:
+a fix, not healthy. (Measured in the H200 validation gallery: 15x for a dilated stencil, 116x for a 16x16-tile
+Triton matmul, ~1x for streams.)"""
 
 L2_STREAMING_READ_HIT_RATE = 0.50
 """When fewer than half of the L2 read sectors hit, the L2 is passing a DRAM stream through (every

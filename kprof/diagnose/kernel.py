@@ -32,8 +32,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kprof import thresholds as th
-from kprof.diagnose.roofline import Roofline, roofline
-from kprof.diagnose.sass import SassSummary, analyze_sass
+from kprof.diagnose.roofline import (
+    COMPUTE_SOL,
+    MEMORY_SOL,
+    SOL_LEVEL_METRICS,
+    TENSOR_PIPE_METRICS,
+    XU_PIPE_METRICS,
+    Roofline,
+    roofline,
+    sm_active_fraction,
+)
+from kprof.diagnose.sass import Dataflow, SassSummary, analyze_sass, dataflow
 from kprof.kernel_model import KernelLaunch, KernelProfile
 from kprof.model import (
     Bottleneck,
@@ -64,6 +73,8 @@ SST_REQUESTS = ("smsp__sass_inst_executed_op_shared_st.sum", "smsp__inst_execute
 SLD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 SST_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
 L1_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts.sum"
+L1_WAVEFRONT_PCT = "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"
+LSU_REQUEST_PCT = "l1tex__lsuin_requests.avg.pct_of_peak_sustained_elapsed"
 L2_THEORETICAL_SECTORS = "memory_l2_theoretical_sectors_global"
 L2_THEORETICAL_SECTORS_IDEAL = "memory_l2_theoretical_sectors_global_ideal"
 SHARED_WAVEFRONTS = "memory_l1_wavefronts_shared"
@@ -102,24 +113,60 @@ _STALL_PATTERNS = (
 _PCSAMP_STALL = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)$")
 _NOT_STALLS = {"selected", "not_selected", "sleeping"}
 GLOBAL_STALLS = ("long_scoreboard", "lg_throttle", "drain")
+ATOMIC_STALLS = ("drain", "lg_throttle", "membar", "long_scoreboard")
+"""Stall reasons of warps waiting on atomics: results (long_scoreboard), a full queue, fences, draining at exit."""
 """Stall reasons that global/local memory traffic causes (waiting on L1TEX results, a full LSU queue)."""
 SHARED_STALLS = ("short_scoreboard", "mio_throttle")
 """Stall reasons that shared-memory traffic causes (waiting on MIO results, a full MIO queue)."""
 LATENCY_STALLS = {"long_scoreboard", "short_scoreboard", "wait", "lg_throttle", "drain", "membar", "imc_miss"}
 
-# Derived names for expectations (documented; computed by metric_value()).
+# Quantities kprof quotes that are not one ncu metric. Evidence and expectations name either a metric the report
+# holds, or one of these (computed by metric_value(), so `kprof compare` reads the same quantity from an after
+# report). Evidence may also name an ncu rule (``rule:<identifier>``) or a per-PC source counter summed over
+# the SASS (``sass:<counter>``). tests/diagnose/test_invariants.py checks every diagnosis against this list.
 DERIVED: dict[str, str] = {
     "derived:global_load_sectors_per_request": f"{GLD_SECTORS} / {GLD_REQUESTS}",
     "derived:global_store_sectors_per_request": f"{GST_SECTORS} / {GST_REQUESTS}",
     "derived:global_sectors_per_request": "(global load + store sectors) / (load + store requests)",
+    "derived:global_excess_sector_share": (
+        f"1 - {L2_THEORETICAL_SECTORS_IDEAL} / {L2_THEORETICAL_SECTORS} (ncu's own ideal for each executed "
+        "instruction's width and active lanes)"
+    ),
     "derived:shared_wavefronts_per_request": "(shared ld + st wavefronts) / (shared ld + st instructions)",
+    "derived:shared_load_wavefronts_per_request": f"{SLD_WAVEFRONTS} / shared load instructions",
+    "derived:shared_store_wavefronts_per_request": f"{SST_WAVEFRONTS} / shared store instructions",
+    "derived:l1_wavefronts_per_lsu_request": (
+        "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed / "
+        "l1tex__lsuin_requests.avg.pct_of_peak_sustained_elapsed (both peaks are 1 per cycle per SM)"
+    ),
     "derived:local_memory_sectors": f"{LLD_SECTORS} + {LST_SECTORS}",
+    "derived:local_sector_share": "local sectors / (global + local sectors at L1)",
     "derived:global_atomic_requests": "global atom + red requests at L1",
-    "derived:sm_active_fraction": f"{SM_ACTIVE} / sm__cycles_elapsed.avg",
+    "derived:sm_active_fraction": f"{SM_ACTIVE} / elapsed SM cycles",
+    "derived:sm_active_pct": f"100 x {SM_ACTIVE} / elapsed SM cycles (% of the time the SMs are busy)",
     "derived:tail_wave_efficiency": f"{WAVES} / ceil({WAVES})",
+    "derived:dram_bytes": "dram__bytes.sum, or dram__bytes_read.sum + dram__bytes_write.sum (H200 reports)",
+    "derived:fp32_tflops": "FP32 FLOP/s: (fadd + fmul + 2 x ffma) thread instructions per second / 1e12",
+    "derived:fp32_utilization": "% of peak: achieved FP32 FLOP/s / peak (roofline), or the FMA pipe's elapsed-cycle use",
+    "derived:fp32_flop_per_dram_byte": "FP32 FLOP/s / DRAM bytes/s (fadd + fmul + 2 x ffma)",
+    "derived:tensor_utilization": "% of peak: tensor pipe's elapsed-cycle use, or tensor FLOP/s / peak",
+    "derived:fp64_utilization": "% of peak: FP64 pipe's elapsed-cycle use, or FP64 FLOP/s / peak",
+    "derived:xu_utilization": "% of peak: the XU pipe's elapsed-cycle use, counted as work only when the SASS shows "
+    "special functions (MUFU), not conversions, fill it",
+    "derived:l1_utilization": "% of peak: l1tex__throughput elapsed, or its active-cycle form x the SMs' busy fraction",
+    "sass:ffma_share": "FFMA among executed SASS instructions (per-PC inst_executed; listed when not collected)",
+    "sass:fp_arith_share": "FP32/FP16/FP64 arithmetic and MMA among executed SASS instructions",
+    "derived:fp_inst_share": "FP arithmetic among executed warp instructions: the SASS mix, else the FP thread "
+    "instruction counters x smsp__cycles_elapsed.avg / 32 / smsp__inst_executed.sum",
+    "sass:fma_from_loads_share": "FMAs whose two multiplicands were both loaded from memory (SASS data flow)",
+    "sass:load_bytes_per_fma": "bytes per thread loaded by LDS/LDSM/LDG/LD per executed FMA (SASS)",
+    "sass:operand_reuse": "FMA multiplicand uses per loaded value (SASS data flow)",
+    "sass:dependent_load_share": "global loads whose address is computed from loaded data (SASS data flow)",
+    "sass:local_instructions": "executed (or listed) LDL + STL instructions",
+    "sass:global_atomics": "executed RED/ATOM instructions on global memory",
 }
 
-# ncu sections each check needs, for the exact command that collects what is missing.
+# ncu sections each check needs# ncu sections each check needs, for the exact command that collects what is missing.
 SECTION_OF = {
     "sol": "SpeedOfLight",
     "memory": "MemoryWorkloadAnalysis_Tables",
@@ -139,6 +186,7 @@ RESOURCE_OF_UNIT = {
     "tensor": B.TENSOR_CORE_BOUND,
     "fp32": B.COMPUTE_BOUND,
     "fp64": B.COMPUTE_BOUND,
+    "xu": B.COMPUTE_BOUND,
     "issue": B.INSTRUCTION_BOUND,
 }
 UNIT_WORDS = {
@@ -148,11 +196,12 @@ UNIT_WORDS = {
     "tensor": "tensor-core throughput",
     "fp32": "FP32 pipe throughput",
     "fp64": "FP64 pipe throughput",
+    "xu": "special-function (XU) pipe throughput",
     "issue": "SM instruction issue",
 }
 MEMORY_UNITS = ("dram", "l2", "l1")
-USEFUL_UNITS = ("dram", "l2", "l1", "tensor", "fp32", "fp64")
-UNIT_PRIORITY = ("tensor", "fp64", "fp32", "dram", "l2", "l1", "issue")
+USEFUL_UNITS = ("dram", "l2", "l1", "tensor", "fp32", "fp64", "xu")
+UNIT_PRIORITY = ("tensor", "fp64", "fp32", "xu", "dram", "l2", "l1", "issue")
 """When several units are near their peak, the one named is the first here: the FLOP pipes and DRAM carry the
 program's own work (FLOPs, bytes that must cross the memory bus); caches carry traffic derived from it."""
 
@@ -161,6 +210,11 @@ program's own work (FLOPs, bytes that must cross the memory bus); caches carry t
 def _cap(text: str) -> str:
     """First letter upper case, the rest untouched (``str.capitalize`` would turn "L2" into "l2")."""
     return text[:1].upper() + text[1:]
+
+
+def _pc(fraction: float) -> str:
+    """A fraction as the percentage evidence quotes (one decimal, no trailing zero): 0.9071 -> "90.7"."""
+    return f"{round(100 * fraction, 1):g}"
 
 
 def _fmt_ns(ns: float) -> str:
@@ -182,9 +236,10 @@ def _first(k: KernelLaunch, names: Sequence[str]) -> tuple[str, float] | None:
 
 
 def metric_value(k: KernelLaunch, name: str) -> float | None:
-    """The value of an ncu metric, or of one of the documented ``derived:`` names (see :data:`DERIVED`).
+    """The value of an ncu metric, or of one of the documented ``derived:``/``sass:`` names (see :data:`DERIVED`).
 
-    Returns None when the report lacks what it needs (missing is never 0).
+    ``sass:<counter>`` sums a per-PC source counter (e.g. ``sass:smsp__pcsamp_warps_issue_stalled_wait``)
+    over the SASS listing. Returns None when the report lacks what it needs (missing is never 0).
 
     Examples
     --------
@@ -193,30 +248,133 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
     >>> metric_value(k, "derived:global_load_sectors_per_request")
     32.0
     """
+    if name.startswith("sass:"):
+        return _sass_value(k, name)
     if not name.startswith("derived:"):
         return k.value(name)
-    if name == "derived:global_load_sectors_per_request":
-        return _ratio(k.value(GLD_SECTORS), k.value(GLD_REQUESTS))
-    if name == "derived:global_store_sectors_per_request":
-        return _ratio(k.value(GST_SECTORS), k.value(GST_REQUESTS))
-    if name == "derived:global_sectors_per_request":
-        return _ratio(
+    simple: dict[str, Callable[[], float | None]] = {
+        "derived:global_load_sectors_per_request": lambda: _ratio(
+            k.value(GLD_SECTORS), k.value(GLD_REQUESTS)
+        ),
+        "derived:global_store_sectors_per_request": lambda: _ratio(
+            k.value(GST_SECTORS), k.value(GST_REQUESTS)
+        ),
+        "derived:global_sectors_per_request": lambda: _ratio(
             _sum_present(k, (GLD_SECTORS, GST_SECTORS)), _sum_present(k, (GLD_REQUESTS, GST_REQUESTS))
-        )
-    if name == "derived:shared_wavefronts_per_request":
-        hits = [h for h in (_first(k, SLD_REQUESTS), _first(k, SST_REQUESTS)) if h is not None]
-        req = sum(h[1] for h in hits) if hits else None
-        return _ratio(_sum_present(k, (SLD_WAVEFRONTS, SST_WAVEFRONTS)), req)
-    if name == "derived:local_memory_sectors":
-        return _sum_present(k, (LLD_SECTORS, LST_SECTORS))
-    if name == "derived:global_atomic_requests":
-        return _sum_present(k, GATOM_REQUESTS + GRED_REQUESTS)
-    if name == "derived:sm_active_fraction":
-        return _sm_active_fraction(k)
-    if name == "derived:tail_wave_efficiency":
-        w = k.value(WAVES)
-        return w / math.ceil(w) if w and w > 0 else None
+        ),
+        "derived:global_excess_sector_share": lambda: _excess(
+            k.value(L2_THEORETICAL_SECTORS), k.value(L2_THEORETICAL_SECTORS_IDEAL)
+        ),
+        "derived:shared_wavefronts_per_request": lambda: _ratio(
+            _sum_present(k, (SLD_WAVEFRONTS, SST_WAVEFRONTS)), _shared_requests(k, "ld", "st")
+        ),
+        "derived:shared_load_wavefronts_per_request": lambda: _ratio(
+            k.value(SLD_WAVEFRONTS), _shared_requests(k, "ld")
+        ),
+        "derived:shared_store_wavefronts_per_request": lambda: _ratio(
+            k.value(SST_WAVEFRONTS), _shared_requests(k, "st")
+        ),
+        "derived:l1_wavefronts_per_lsu_request": lambda: _ratio(
+            k.value(L1_WAVEFRONT_PCT), k.value(LSU_REQUEST_PCT)
+        ),
+        "derived:local_memory_sectors": lambda: _sum_present(k, (LLD_SECTORS, LST_SECTORS)),
+        "derived:local_sector_share": lambda: _local_share(k),
+        "derived:global_atomic_requests": lambda: _sum_present(k, GATOM_REQUESTS + GRED_REQUESTS),
+        "derived:sm_active_fraction": lambda: sm_active_fraction(k),
+        "derived:sm_active_pct": lambda: _times100(sm_active_fraction(k)),
+        "derived:tail_wave_efficiency": lambda: _tail_efficiency(k.value(WAVES)),
+        "derived:dram_bytes": lambda: dram_bytes(k),
+        "derived:fp_inst_share": lambda: fp_inst_share(k),
+    }
+    if name in simple:
+        return simple[name]()
+    roof = roofline(k)
+    if name == "derived:fp32_tflops":
+        fl = roof.flops.get("fp32")
+        return fl / 1e12 if fl is not None else None
+    if name == "derived:fp32_flop_per_dram_byte":
+        return _ratio(roof.flops.get("fp32"), roof.bytes_per_s.get("dram"))
+    fp = fp_inst_share(k)
+    units = _units(
+        roof,
+        fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE,
+        issue=_issue_elapsed(k),
+        xu_is_math=xu_is_math(analyze_sass(k.sass)),
+    )
+    key = {
+        "derived:fp32_utilization": "fp32",
+        "derived:tensor_utilization": "tensor",
+        "derived:fp64_utilization": "fp64",
+        "derived:xu_utilization": "xu",
+        "derived:l1_utilization": "l1",
+    }.get(name)
+    if key is not None and key in units:
+        return 100.0 * units[key]
     return None
+
+
+def _sass_value(k: KernelLaunch, name: str) -> float | None:
+    what = name.removeprefix("sass:")
+    if not k.sass:
+        return None
+    if what not in {n.removeprefix("sass:") for n in DERIVED if n.startswith("sass:")}:
+        vals = [line.counters[what] for line in k.sass if what in line.counters]
+        return sum(vals) if vals else None
+    s, flow = analyze_sass(k.sass), dataflow(k.sass)
+    if s.empty:
+        return None
+    return {
+        "ffma_share": s.share(s.ffma),
+        "fp_arith_share": s.share(s.fp32 + s.fp16 + s.fp64 + s.mma),
+        "fma_from_loads_share": flow.fma_from_loads_share if flow.fma else None,
+        "load_bytes_per_fma": flow.per_fma(flow.load_bytes),
+        "operand_reuse": flow.operand_reuse,
+        "dependent_load_share": flow.dependent_load_share if flow.global_loads else None,
+        "local_instructions": s.local_loads + s.local_stores,
+        "global_atomics": s.global_atomics,
+    }.get(what)
+
+
+def dram_bytes(k: KernelLaunch) -> float | None:
+    """Bytes moved to and from DRAM: ``dram__bytes.sum``, or read + write where the report splits them (H200)."""
+    total = k.value("dram__bytes.sum")
+    if total is not None:
+        return total
+    return _sum_present(k, ("dram__bytes_read.sum", "dram__bytes_write.sum"))
+
+
+def _excess(actual: float | None, ideal: float | None) -> float | None:
+    if not actual or ideal is None:
+        return None
+    return max(0.0, 1.0 - ideal / actual)
+
+
+def _shared_requests(k: KernelLaunch, *ops: str) -> float | None:
+    hits = [
+        h
+        for h in (
+            _first(k, SLD_REQUESTS) if "ld" in ops else None,
+            _first(k, SST_REQUESTS) if "st" in ops else None,
+        )
+        if h is not None
+    ]
+    return sum(h[1] for h in hits) if hits else None
+
+
+def _local_share(k: KernelLaunch) -> float | None:
+    local = _sum_present(k, (LLD_SECTORS, LST_SECTORS))
+    if local is None:
+        return None
+    total = _sum_present(k, (GLD_SECTORS, GST_SECTORS, LLD_SECTORS, LST_SECTORS))
+    return min(1.0, local / total) if total else None
+
+
+def _times100(x: float | None) -> float | None:
+    return None if x is None else 100.0 * x
+
+
+def _tail_efficiency(w: float | None) -> float | None:
+    return w / math.ceil(w) if w and w > 0 else None
 
 
 def _excess_share(
@@ -247,17 +405,27 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
-def _sm_active_fraction(k: KernelLaunch) -> float | None:
-    active = k.value(SM_ACTIVE)
-    hit = _first(k, SM_ELAPSED)
-    if active is None or hit is None or hit[1] <= 0:
-        return None
-    return min(1.0, active / hit[1])
-
-
 def stall_reasons(k: KernelLaunch) -> dict[str, float]:
-    """Warp stall reasons (cycles per issued instruction, or PC samples), largest first; {} when not collected."""
-    for pat in _STALL_PATTERNS:
+    """Warp stall reasons (cycles per issued instruction, or PC samples), largest first; {} when not collected.
+
+    :func:`stall_metric` names what the numbers are.
+    """
+    return _stalls(k)[0]
+
+
+def stall_metric(k: KernelLaunch, reason: str) -> tuple[str, str]:
+    """``(metric, unit)`` of :func:`stall_reasons`' value for ``reason``: a per-issue ratio the report holds, or
+    the per-PC sample counter summed over the SASS (``sass:smsp__pcsamp_warps_issue_stalled_<reason>``)."""
+    kind = _stalls(k)[1]
+    if kind == "pc_samples":
+        return f"sass:smsp__pcsamp_warps_issue_stalled_{reason}", "PC samples"
+    if kind == "latency":
+        return f"smsp__average_warp_latency_issue_stalled_{reason}.ratio", "cycles/instruction"
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio", "cycles/issued instruction"
+
+
+def _stalls(k: KernelLaunch) -> tuple[dict[str, float], str]:
+    for pat, kind in zip(_STALL_PATTERNS, ("per_issue", "latency"), strict=True):
         out = {}
         for name, m in k.metrics.items():
             hit = pat.match(name)
@@ -266,14 +434,22 @@ def stall_reasons(k: KernelLaunch) -> dict[str, float]:
                 if reason not in _NOT_STALLS and float(m.value) > 0:
                     out[reason] = float(m.value)
         if out:
-            return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+            return dict(sorted(out.items(), key=lambda kv: -kv[1])), kind
     samples: dict[str, float] = {}
     for line in k.sass:
         for cname, v in line.counters.items():
             hit = _PCSAMP_STALL.match(cname)
-            if hit and hit.group(1) not in _NOT_STALLS:
+            if hit and hit.group(1) not in _NOT_STALLS and not cname.endswith("_not_issued"):
                 samples[hit.group(1)] = samples.get(hit.group(1), 0.0) + v
-    return dict(sorted(((r, v) for r, v in samples.items() if v > 0), key=lambda kv: -kv[1]))
+    out = dict(sorted(((r, v) for r, v in samples.items() if v > 0), key=lambda kv: -kv[1]))
+    return out, "pc_samples"
+
+
+def _stall_evidence(k: KernelLaunch, reason: str, value: float, reference: str) -> Evidence:
+    metric, unit = stall_metric(k, reason)
+    return Evidence(
+        name=f"top warp stall: {reason}", value=round(value, 2), unit=unit, reference=reference, metric=metric
+    )
 
 
 STALL_WORDS = {
@@ -348,11 +524,42 @@ def _after_command(k: KernelLaunch, cooperative: bool = False) -> str:
 
 
 # ------------------------------------------------------------------------------------ facts
+_NO_TENSOR_CORE_GPU = re.compile(r"GTX\s*16\d\d|TU11[67]|\bMX\s*[45]\d0\b|\bT(?:400|600|1000|1200)\b", re.I)
+"""Turing parts built without tensor cores (TU116/TU117: GeForce GTX 16xx, MX450/550, Quadro T400-T1200);
+every other GPU of compute capability 7.0 or later has them, none before 7.0 (Volta introduced them)."""
+
+
+def has_tensor_cores(k: KernelLaunch) -> bool | None:
+    """Whether the profiled GPU has tensor cores: from its name and compute capability, or the report's tensor
+    peak (``sm__inst_executed_pipe_tensor.sum.peak_sustained`` is 0 on a GPU without them). None when unknown.
+
+    Examples
+    --------
+    >>> has_tensor_cores(KernelLaunch(id=0, name="k", device="NVIDIA GeForce GTX 1660 Ti", compute_capability="7.5"))
+    False
+    >>> has_tensor_cores(KernelLaunch(id=0, name="k", device="NVIDIA H200", compute_capability="9.0"))
+    True
+    """
+    if k.device and _NO_TENSOR_CORE_GPU.search(k.device):
+        return False
+    peak = k.value("sm__inst_executed_pipe_tensor.sum.peak_sustained")
+    if peak is not None and peak <= 0:
+        return False
+    if k.compute_capability:
+        try:
+            major = int(str(k.compute_capability).split(".")[0])
+        except ValueError:
+            return None
+        return major >= 7
+    return None
+
+
 @dataclass(slots=True)
 class _Facts:
     k: KernelLaunch
     roof: Roofline
     sass: SassSummary
+    flow: Dataflow
     duration_ns: float | None
     duration_label: str
     util: dict[str, float]
@@ -369,17 +576,45 @@ class _Facts:
         return int(v) if isinstance(v, int | float) else None
 
     @property
+    def sm_busy(self) -> float | None:
+        return sm_active_fraction(self.k)
+
+    @property
+    def tensor_cores(self) -> bool | None:
+        return has_tensor_cores(self.k)
+
+    def fills_gpu(self) -> bool:
+        """True when the grid gives every SM work for most of the kernel's time: at least one block per SM
+        (or a wave) and, when measured, SMs busy >= SMALL_GRID_ACTIVE_SM_FRACTION of the elapsed cycles."""
+        busy = self.sm_busy
+        if busy is not None and busy < th.SMALL_GRID_ACTIVE_SM_FRACTION:
+            return False
+        blocks, sms, waves = self.k.blocks, self.sm_count, self.v(WAVES)
+        if blocks is not None and sms is not None:
+            return blocks >= sms
+        if waves is not None:
+            return waves >= th.OCCUPANCY_MIN_WAVES
+        return busy is not None
+
+    @property
     def u_max(self) -> float:
         return max(self.util.values()) if self.util else 0.0
 
     def limiter(self) -> tuple[str, float]:
-        """The busiest unit; within 5 points of it, the one whose work is the program's (priority order)."""
-        if not self.util:
+        """The busiest unit; within 5 points of it, the one whose work is the program's (priority order).
+
+        Instruction issue is not a candidate when most executed instructions are FP math (FP_HEAVY_SHARE): the
+        issue slots then carry the work itself, and the FP pipe is the unit to name."""
+        util = dict(self.util)
+        fp = self.fp_share()
+        if fp is not None and fp >= th.FP_HEAVY_SHARE and len(util) > 1:
+            util.pop("issue", None)
+        if not util:
             return "issue", 0.0
-        top = max(self.util.values())
-        close = [u for u in UNIT_PRIORITY if u in self.util and self.util[u] >= top - 0.05]
-        unit = close[0] if close else max(self.util, key=lambda u: self.util[u])
-        return unit, self.util[unit]
+        top = max(util.values())
+        close = [u for u in UNIT_PRIORITY if u in util and util[u] >= top - 0.05]
+        unit = close[0] if close else max(util, key=lambda u: util[u])
+        return unit, util[unit]
 
     def l2_carries_dram_traffic(self) -> bool:
         """True when L2 reads mostly miss: the L2 is passing a DRAM stream through, so the stream is DRAM's."""
@@ -389,6 +624,10 @@ class _Facts:
     def mem_max(self) -> tuple[str, float]:
         levels = [(u, self.util[u]) for u in MEMORY_UNITS if u in self.util]
         return max(levels, key=lambda x: x[1]) if levels else ("dram", 0.0)
+
+    def fp_share(self) -> float | None:
+        """FP arithmetic among executed instructions (:func:`fp_inst_share`); None when the report cannot say."""
+        return fp_inst_share(self.k, self.sass)
 
     def duration_evidence(self) -> Evidence | None:
         if self.duration_ns is None:
@@ -404,18 +643,83 @@ class _Facts:
         )
 
 
-def _units(roof: Roofline) -> dict[str, float]:
+_FP_THREAD_OPS = ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma")
+ISSUE_ELAPSED = "sm__inst_executed.avg.pct_of_peak_sustained_elapsed"
+
+
+def fp_inst_share(k: KernelLaunch, sass: SassSummary | None = None) -> float | None:
+    """FP arithmetic (FP32/FP16/FP64 and MMA) among the executed warp instructions.
+
+    From the SASS (per-PC ``inst_executed``, else the listing); without SASS (a CSV export), from the thread
+    instruction counters: ``sum of smsp__sass_thread_inst_executed_op_<fp op>_pred_on.sum.per_cycle_elapsed x
+    smsp__cycles_elapsed.avg / 32 / smsp__inst_executed.sum`` (full warps assumed, so it can only be low).
+    """
+    s = sass if sass is not None else analyze_sass(k.sass)
+    if not s.empty:
+        return s.share(s.fp32 + s.fp16 + s.fp64 + s.mma)
+    rates = [
+        k.value(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
+        for op in _FP_THREAD_OPS
+    ]
+    cycles, executed = k.value("smsp__cycles_elapsed.avg"), k.value("smsp__inst_executed.sum")
+    if not any(r is not None for r in rates) or not cycles or not executed:
+        return None
+    return min(1.0, sum(r or 0.0 for r in rates) * cycles / th.WARP_SIZE / executed)
+
+
+_XU_CONVERSIONS = ("F2F", "F2I", "I2F", "FRND", "I2FP", "F2IP")
+
+
+def xu_is_math(sass: SassSummary) -> bool:
+    """True when special functions (MUFU) outnumber the conversions that share the XU pipe in the SASS."""
+    conversions = sum(sass.by_mnemonic.get(m, 0.0) for m in _XU_CONVERSIONS)
+    return sass.special_function > 0 and sass.special_function >= conversions
+
+
+def _issue_elapsed(k: KernelLaunch) -> float | None:
+    """Instruction issue over the elapsed cycles (0..1): ``sm__inst_executed`` elapsed, else issue-active x the
+    SMs' busy fraction."""
+    v = k.value(ISSUE_ELAPSED)
+    if v is not None:
+        return v / 100.0
+    hit, busy = _first(k, ISSUE_ACTIVE), sm_active_fraction(k)
+    return hit[1] / 100.0 * busy if hit is not None and busy is not None else None
+
+
+def _units(
+    roof: Roofline, fp_heavy: bool | None = None, issue: float | None = None, xu_is_math: bool = False
+) -> dict[str, float]:
+    """Each unit's use over the kernel's elapsed time (0..1).
+
+    FP32: achieved FLOP/s over peak; for a kernel whose executed instructions are mostly FP arithmetic
+    (``fp_heavy``), the FMA pipe's elapsed-cycle use when larger (it also counts the FMA pipe's issue slots that
+    a FLOP count does not show, e.g. on GPUs where an FFMA warp instruction occupies the pipe two cycles). The FMA
+    pipe alone stands in when the report has no FLOP counts. For such a kernel the instruction issue over elapsed
+    cycles (``issue``) is the FP32 pipe's roof as well: the issue slots carry the math.
+    """
     u = roof.utilization
     out: dict[str, float] = {}
     for level in MEMORY_UNITS:
         if level in u:
             out[level] = u[level]
-    tensor = [u[x] for x in ("tensor_pipe", "flops_tensor") if x in u]
-    if tensor:
-        out["tensor"] = max(tensor)
-    fp32 = u.get("flops_fp32", u.get("fma_pipe"))
+    if roof.tensor_path is not None and "flops_tensor" in u and roof.flops.get("tensor"):
+        # the report names its tensor data paths: judge against the fastest path for the input type (an HMMA
+        # kernel whose pipe is busy sits below the HGMMA roof of the same GPU)
+        out["tensor"] = u["flops_tensor"]
+    else:
+        tensor = [u[x] for x in ("tensor_pipe", "flops_tensor") if x in u]
+        if tensor:
+            out["tensor"] = max(tensor)
+    fp32 = u.get("flops_fp32")
+    if "fma_pipe" in u and (fp32 is None or fp_heavy):
+        fp32 = max(fp32 or 0.0, u["fma_pipe"])
+    if fp_heavy and issue is not None and fp32 is not None:
+        # Most issue slots carry FP math: the SMs' instruction issue is the FP32 pipe's feed, its roof too.
+        fp32 = max(fp32, issue)
     if fp32 is not None:
         out["fp32"] = fp32
+    if "xu_pipe" in u and xu_is_math:
+        out["xu"] = u["xu_pipe"]
     fp64 = [u[x] for x in ("fp64_pipe", "flops_fp64") if x in u]
     if fp64:
         out["fp64"] = max(fp64)
@@ -426,13 +730,21 @@ def _units(roof: Roofline) -> dict[str, float]:
 
 def _facts(k: KernelLaunch, duration_ns: float | None, label: str) -> _Facts:
     roof = roofline(k)
+    sass = analyze_sass(k.sass)
+    fp = fp_inst_share(k, sass)
     f = _Facts(
         k=k,
         roof=roof,
-        sass=analyze_sass(k.sass),
+        sass=sass,
+        flow=dataflow(k.sass),
         duration_ns=duration_ns,
         duration_label=label,
-        util=_units(roof),
+        util=_units(
+            roof,
+            fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE,
+            issue=_issue_elapsed(k),
+            xu_is_math=xu_is_math(sass),
+        ),
     )
     if not roof.has_sol:
         f.missing.add("sol")
@@ -474,23 +786,69 @@ class _Mech:
     """Fraction of those units' work that is waste."""
     blocks_healthy: bool = False
     """True when the roof itself is the wrong one (matrix work off the tensor cores)."""
+    fix_unit: str | None = None
+    """The unit the fix moves the work to (``"tensor"``), for the floor of the predicted duration."""
 
 
-def _time_expectation(f: _Facts, savings: float) -> Expectation | None:
+def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None) -> float | None:
+    """The shortest duration (ns) physics allows this kernel's work, or None when the report cannot say.
+
+    The larger of: the bytes that must cross DRAM over the DRAM peak, and each precision's FLOPs over the peak
+    of the unit that would run them (the tensor path for FP32 work when ``fix_unit == "tensor"``). The bytes
+    that must move are the fewer of the DRAM bytes moved and the bytes the executed global instructions asked
+    for (ncu's ideal sectors x 32 B): a fix of the access pattern can bring DRAM traffic down to the requested
+    bytes, not below; data the caches already serve need not cross DRAM at all.
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import KernelLaunch, Metric
+    >>> k = KernelLaunch(id=0, name="k", metrics={
+    ...     "gpu__time_duration.sum": Metric(1000.0), "dram__bytes_read.sum": Metric(3.0e6),
+    ...     "dram__bytes.sum.peak_sustained": Metric(1500.0), "dram__cycles_elapsed.avg.per_second": Metric(2.0e9)})
+    >>> kernel_floor_ns(k)
+    1000.0
+    """
+    roof = roofline(k)
+    d = k.value(DURATION)
+    floors: list[float] = []
+    moved = dram_bytes(k)
+    peak_bw = roof.peak_bytes_per_s.get("dram")
+    if moved is None and d and peak_bw and "dram" in roof.utilization:
+        moved = roof.utilization["dram"] * peak_bw * d * 1e-9
+    ideal = k.value(L2_THEORETICAL_SECTORS_IDEAL)
+    if moved is not None and ideal is not None:
+        moved = min(moved, ideal * th.SECTOR_BYTES)
+    if moved is not None and peak_bw:
+        floors.append(moved / peak_bw * 1e9)
+    if d:
+        for prec, rate in roof.flops.items():
+            unit = "tensor" if (prec == "fp32" and fix_unit == "tensor") else prec
+            peak = roof.peak_flops.get(unit)
+            if peak:
+                floors.append(rate * d * 1e-9 / peak * 1e9)
+    return max(floors) if floors else None
+
+
+def _time_expectation(f: _Facts, savings: float, fix_unit: str | None = None) -> Expectation | None:
+    """Duration down by ``savings``, never below :func:`kernel_floor_ns` for the unit the fix uses."""
     d = f.v(DURATION)
     if d is None:
         return None
+    target = d * (1.0 - savings)
+    floor = kernel_floor_ns(f.k, fix_unit)
+    if floor is not None:
+        target = max(target, min(d, floor))
     return Expectation(
         metric=DURATION,
         direction=Direction.DOWN,
-        target=round(d * (1.0 - savings), 0),
+        target=round(target, 0),
         unit="ns",
         value_now=round(d, 0),
         label=f"kernel duration ({UNDER_NCU})",
     )
 
 
-def _scale_to_limiter(f: _Facts, unit_util: float, stalls: tuple[str, ...] = ()) -> float:
+def _scale_to_limiter(f: _Facts, unit_util: float | None, stalls: tuple[str, ...] = ()) -> float:
     """How much of a unit's waste shows in the kernel's time.
 
     A unit at its roof (>= the healthy fraction) sets the pace: its waste is time, in proportion to how
@@ -498,7 +856,10 @@ def _scale_to_limiter(f: _Facts, unit_util: float, stalls: tuple[str, ...] = ())
     costs the share of warp stall cycles spent on that unit (``stalls``: the reasons it causes), when the
     report has the stall breakdown.
     """
-    by_util = 1.0 if f.u_max <= 0 else max(0.0, min(1.0, unit_util / f.u_max))
+    if unit_util is None:  # the report does not say how busy the unit is: the waste share is an upper bound
+        by_util, unit_util = 1.0, 0.0
+    else:
+        by_util = 1.0 if f.u_max <= 0 else max(0.0, min(1.0, unit_util / f.u_max))
     if not stalls or unit_util >= th.HEALTHY_FRACTION_OF_PEAK:
         return by_util
     reasons = stall_reasons(f.k)
@@ -508,99 +869,141 @@ def _scale_to_limiter(f: _Facts, unit_util: float, stalls: tuple[str, ...] = ())
     return min(by_util, sum(reasons.get(r, 0.0) for r in stalls) / total)
 
 
+def _global_ideal(f: _Facts, which: str, spr: float | None) -> tuple[float, str]:
+    """Ideal sectors per request of the global ``which`` ("loads"/"stores") and the formula it came from.
+
+    ncu's SourceCounters hold, per executed instruction, the sectors it moved and the sectors it would need with
+    coalesced addresses for its real width and active lanes: their ratio over the executed loads (or stores)
+    scales the measured sectors per request to the ideal. Without them, the executed access width (per-PC
+    ``inst_executed``-weighted; the static listing when not collected) times the active lanes gives it.
+    """
+    key = "load" if which == "loads" else "store"
+    actual, ideal = f.flow.sectors.get(key), f.flow.sectors.get(f"{key}_ideal")
+    if spr is not None and actual and ideal is not None:
+        return max(1.0, spr * ideal / actual), (
+            f"ncu's ideal sectors of the executed {which} ({int(ideal)} of {int(actual)} sectors moved)"
+        )
+    width = f.sass.global_load_bytes_per_thread if which == "loads" else f.sass.global_store_bytes_per_thread
+    if which == "loads" and not f.sass.weighted and f.sass.global_load_max_bytes:
+        width = (
+            f.sass.global_load_max_bytes
+        )  # a listing without executed counts: the widest load, conservatively
+    w = width if width is not None else 4.0
+    active = f.v(THREADS_PER_INST_PRED_ON) or f.v(THREADS_PER_INST) or float(th.WARP_SIZE)
+    lanes = min(float(th.WARP_SIZE), max(1.0, active))
+    ideal_spr = max(1.0, w * lanes / th.SECTOR_BYTES)
+    src = "executed" if f.sass.weighted else "widest listed" if not f.sass.empty else "assumed (no SASS)"
+    return ideal_spr, f"{w:.3g} B ({src} width) x {lanes:.3g} active lanes / {th.SECTOR_BYTES} B sectors"
+
+
+def _dependent_excess_share(f: _Facts) -> float | None:
+    """Share of the excess global sectors that data-dependent loads cause (per-PC counts), else of the
+    executed global loads that are data-dependent; None without SASS."""
+    sec = f.flow.sectors
+    if "load" in sec and "load_ideal" in sec:
+        total = (sec["load"] - sec["load_ideal"]) + (sec.get("store", 0.0) - sec.get("store_ideal", 0.0))
+        dep = sec.get("dependent", 0.0) - sec.get("dependent_ideal", 0.0)
+        return max(0.0, dep) / total if total > 0 else 0.0
+    if f.flow.global_loads:
+        return f.flow.dependent_load_share
+    return None
+
+
 def _uncoalesced(f: _Facts) -> _Mech | None:
+    """Excess global sectors per request: lanes of a warp touch more 32-byte sectors than their bytes need.
+
+    Physics: a warp's access moves whole 32 B sectors; ``width x lanes / 32`` is the minimum per request. The
+    waste share (1 - ideal/actual sectors, ncu's own per-instruction ideal when the report has it) costs time
+    in proportion to how much the busiest memory level is the limiter. When the excess comes from loads whose
+    addresses are computed from loaded data (:func:`_dependent_excess_share`), the scatter is the data's: the
+    waste still makes the traffic useless (so the unit is not "healthy"), but re-indexing cannot remove it and
+    the rule saves nothing; the resource diagnosis explains it as latency.
+    """
     k = f.k
     ld_s, ld_r, st_s, st_r = (k.value(n) for n in (GLD_SECTORS, GLD_REQUESTS, GST_SECTORS, GST_REQUESTS))
     if (ld_r is None or ld_s is None) and (st_r is None or st_s is None):
-        return _from_ncu_rule(f, "UncoalescedGlobalAccess")
-    active = k.value(THREADS_PER_INST_PRED_ON) or k.value(THREADS_PER_INST) or float(th.WARP_SIZE)
-    lanes = min(float(th.WARP_SIZE), max(1.0, active)) / th.WARP_SIZE
-
-    def ideal(width: float | None) -> float:
-        w = width if width is not None else 4.0
-        return max(1.0, w * th.WARP_SIZE * lanes / th.SECTOR_BYTES)
-
-    ideal_ld, ideal_st = (
-        ideal(f.sass.global_load_bytes_per_thread),
-        ideal(f.sass.global_store_bytes_per_thread),
+        return _from_ncu_rule(f, "UncoalescedGlobalAccess") or _l1_wavefront_excess(f)
+    spr_ld, spr_st = _ratio(ld_s, ld_r), _ratio(st_s, st_r)
+    (ideal_ld, why_ld), (ideal_st, why_st) = (
+        _global_ideal(f, "loads", spr_ld),
+        _global_ideal(f, "stores", spr_st),
     )
-    # ncu's SourceCounters know each instruction's real width and active lanes: their ideal wins.
-    waste = _excess_share(
-        (ld_s, ld_r, ideal_ld),
-        (st_s, st_r, ideal_st),
-        k.value(L2_THEORETICAL_SECTORS),
-        k.value(L2_THEORETICAL_SECTORS_IDEAL),
-    )
-    if waste is None:
+    ncu_waste = metric_value(k, "derived:global_excess_sector_share")
+    waste = _excess_share((ld_s, ld_r, ideal_ld), (st_s, st_r, ideal_st), None, None)
+    if ncu_waste is not None:
+        waste = ncu_waste
+    if waste is None or waste < 1.0 - 1.0 / th.COALESCING_TOLERANCE:
         return None
-    spr_ld = _ratio(ld_s, ld_r)
-    spr_st = _ratio(st_s, st_r)
     worst_ld = spr_ld is not None and spr_ld > ideal_ld * th.COALESCING_TOLERANCE
     worst_st = spr_st is not None and spr_st > ideal_st * th.COALESCING_TOLERANCE
     if not (worst_ld or worst_st):
         return None
     mem_unit, mem_util = f.mem_max()
-    savings = waste * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
+    dependent = _dependent_excess_share(f)
+    data_dependent = dependent is not None and dependent >= th.DEPENDENT_LOAD_SHARE
+    known = any(u in f.util for u in MEMORY_UNITS)
+    savings = (
+        0.0 if data_dependent else waste * _scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
+    )
     which = (
         "loads"
         if (worst_ld and (not worst_st or (spr_ld or 0) / ideal_ld >= (spr_st or 0) / ideal_st))
         else "stores"
     )
-    spr, idl = (spr_ld, ideal_ld) if which == "loads" else (spr_st, ideal_st)
-    metric = GLD_SECTORS if which == "loads" else GST_SECTORS
-    width = f.sass.global_load_bytes_per_thread if which == "loads" else f.sass.global_store_bytes_per_thread
-    w = int(width) if width else 4
+    spr, idl, why = (spr_ld, ideal_ld, why_ld) if which == "loads" else (spr_st, ideal_st, why_st)
+    spr_r, idl_r, waste_pct = round(spr or 0.0, 2), round(idl, 2), round(100 * waste, 1)
+    op = "load" if which == "loads" else "store"
     ev = [
         Evidence(
             name=f"global {which}: sectors per request",
-            value=round(spr or 0.0, 2),
+            value=spr_r,
             unit="sectors/request",
-            reference=f"ideal {idl:.3g} for {w}-byte accesses ({th.WARP_SIZE} lanes x {w} B / {th.SECTOR_BYTES} B sectors)",
-            reference_value=round(idl, 2),
-            metric=f"{metric} / {metric.replace('_sectors_', '_requests_')}",
+            reference=f"ideal {idl_r:g}: {why}",
+            reference_value=idl_r,
+            metric=f"derived:global_{op}_sectors_per_request",
         ),
         Evidence(
             name="global sectors that carry no requested data",
-            value=round(100 * waste, 1),
+            value=waste_pct,
             unit="%",
             reference="0% when every warp reads contiguous, aligned addresses",
-            metric=f"{GLD_SECTORS}, {GST_SECTORS}",
+            metric="derived:global_excess_sector_share"
+            if ncu_waste is not None
+            else f"{GLD_SECTORS}, {GST_SECTORS}",
         ),
         Evidence(
             name=f"{UNIT_WORDS[mem_unit]} used",
             value=round(100 * mem_util, 1),
             unit="% of peak",
             reference="the waste is paid in the busiest memory level",
-            metric={"dram": "gpu__dram_throughput", "l2": "lts__throughput", "l1": "l1tex__throughput"}[
-                mem_unit
-            ],
+            metric=_unit_metric(f, mem_unit),
         ),
     ]
     exp = [
         Expectation(
-            metric=f"derived:global_{'load' if which == 'loads' else 'store'}_sectors_per_request",
+            metric=f"derived:global_{op}_sectors_per_request",
             direction=Direction.DOWN,
             target=round(idl, 1),
             unit="sectors/request",
-            value_now=round(spr or 0.0, 2),
-            label=f"global {which[:-1]} sectors per request",
+            value_now=spr_r,
+            label=f"global {op} sectors per request",
         )
     ]
     t = _time_expectation(f, savings)
-    if t:
+    if t and not data_dependent:
         exp.append(t)
     return _Mech(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
         savings=savings,
         headline=(
-            f"Uncoalesced global {which}: {spr:.1f} sectors per request against an ideal {idl:.3g}, "
-            f"so {100 * waste:.0f}% of the global memory traffic carries no requested data."
+            f"Uncoalesced global {which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, "
+            f"so {waste_pct:g}% of the global memory traffic carries no requested data."
         ),
         evidence=ev,
         mechanism=(
-            f"Neighbouring lanes of a warp access addresses more than {w} bytes apart, so each warp-wide "
-            f"{which[:-1]} touches many 32-byte sectors and the memory system moves whole sectors for a few "
-            "useful bytes each."
+            f"Neighbouring lanes of a warp access addresses more than {int(idl * th.SECTOR_BYTES / th.WARP_SIZE) or 4} "
+            f"bytes apart, so each warp-wide {op} touches many 32-byte sectors and the memory system moves whole "
+            "sectors for a few useful bytes each."
         ),
         fix=(
             "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles, "
@@ -612,6 +1015,81 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
         would_raise="SourceCounters (--import-source yes) to point at the exact line"
         if "source" in f.missing
         else "",
+        inflates=MEMORY_UNITS,
+        waste=waste,
+    )
+
+
+def _l1_wavefront_excess(f: _Facts) -> _Mech | None:
+    """Basic-set reports (SpeedOfLight without the memory tables): the L1 data pipe's wavefronts against its LSU
+    requests, both as a percentage of a 1-per-cycle-per-SM peak, give wavefronts per request; a coalesced,
+    conflict-free 4-byte warp access needs one (8-byte two, 16-byte four). With no shared-memory instruction in
+    the SASS the excess is global memory's (uncoalesced); estimated, at lower confidence."""
+    wpr = metric_value(f.k, "derived:l1_wavefronts_per_lsu_request")
+    if wpr is None or f.sass.empty or f.sass.shared_loads + f.sass.shared_stores > 0:
+        return None
+    # Without executed counts the listing's mean width would count a cold scalar remainder loop as much as the
+    # vector loop: the widest listed load is the conservative ideal for an estimate.
+    width = (f.sass.global_load_bytes_per_thread if f.sass.weighted else f.sass.global_load_max_bytes) or 4.0
+    ideal = max(1.0, width * th.WARP_SIZE / (th.SHARED_BANKS * th.SHARED_BANK_BYTES))
+    if wpr <= ideal * th.COALESCING_TOLERANCE:
+        return None
+    waste = 1.0 - ideal / wpr
+    # the scattered sectors cross L1, L2 and DRAM alike: the waste is paid in the busiest memory level
+    mem_unit, mem_util = f.mem_max()
+    savings = waste * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
+    wpr_r = round(wpr, 2)
+    ev = [
+        Evidence(
+            name="L1 wavefronts per LSU request",
+            value=wpr_r,
+            unit="wavefronts/request",
+            reference=f"ideal {ideal:g} = {width:.3g} B x {th.WARP_SIZE} lanes / 128 B per wavefront ("
+            + ("executed" if f.sass.weighted else "widest listed")
+            + " load width); no shared-memory instructions in the SASS, so the wavefronts are global memory's",
+            reference_value=ideal,
+            metric="derived:l1_wavefronts_per_lsu_request",
+        ),
+        Evidence(
+            name=f"{UNIT_WORDS[mem_unit]} used",
+            value=round(100 * mem_util, 1),
+            unit="% of peak",
+            reference="the waste is paid in the busiest memory level",
+            metric=_unit_metric(f, mem_unit),
+        ),
+    ]
+    exp = [
+        Expectation(
+            metric="derived:l1_wavefronts_per_lsu_request",
+            direction=Direction.DOWN,
+            target=round(ideal, 1),
+            unit="wavefronts/request",
+            value_now=wpr_r,
+            label="L1 wavefronts per LSU request",
+        )
+    ]
+    t = _time_expectation(f, savings)
+    if t:
+        exp.append(t)
+    return _Mech(
+        bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
+        savings=savings,
+        headline=(
+            f"Uncoalesced global access (estimated): {wpr_r:g} L1 wavefronts per memory request against an ideal "
+            f"{ideal:g}; {UNIT_WORDS[mem_unit]} is at {_pc(mem_util)}% of its peak moving sectors nobody asked for."
+        ),
+        evidence=ev,
+        mechanism=(
+            "Neighbouring lanes of a warp access addresses far apart, so each warp-wide access is split into many "
+            "L1 wavefronts (one per group of sectors) instead of one per 128 bytes."
+        ),
+        fix=(
+            "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles (the thread "
+            "index should move along the contiguous dimension), or stage the tile through shared memory."
+        ),
+        expect=exp,
+        confidence=0.5,
+        would_raise="the memory tables (--section MemoryWorkloadAnalysis_Tables) for the sectors per request",
         inflates=MEMORY_UNITS,
         waste=waste,
     )
@@ -665,12 +1143,14 @@ def _from_ncu_rule(f: _Facts, rule_name: str) -> _Mech | None:
             value=round(100 * f.util[unit], 1),
             unit="% of peak",
             reference="the waste is paid in this unit, the busiest one",
-            metric=_unit_metric(unit),
+            metric=_unit_metric(f, unit),
         ),
     ]
     t = _time_expectation(f, savings)
     if bott is B.UNCOALESCED_GLOBAL_ACCESS:
-        head = f"Uncoalesced global access: {100 * waste:.0f}% of the global memory sectors carry no requested data"
+        head = (
+            f"Uncoalesced global access: {_pc(waste)}% of the global memory sectors carry no requested data"
+        )
         mech = (
             "Neighbouring lanes of a warp access scattered addresses, so each warp-wide access touches many "
             "32-byte sectors and the memory system moves whole sectors for a few useful bytes each."
@@ -681,7 +1161,7 @@ def _from_ncu_rule(f: _Facts, rule_name: str) -> _Mech | None:
         )
         exp_metric, label = "derived:global_sectors_per_request", "global sectors per request"
     else:
-        head = f"Shared-memory bank conflicts: {100 * waste:.0f}% of the shared-memory wavefronts are replays"
+        head = f"Shared-memory bank conflicts: {_pc(waste)}% of the shared-memory wavefronts are replays"
         mech = (
             "Several lanes of a warp address different words in the same bank (typically a column of a "
             "row-major tile), so each access is split into one wavefront per conflicting word."
@@ -694,7 +1174,7 @@ def _from_ncu_rule(f: _Facts, rule_name: str) -> _Mech | None:
     return _Mech(
         bottleneck=bott,
         savings=savings,
-        headline=head + f", and {UNIT_WORDS[unit]} is the busiest unit ({100 * f.util[unit]:.0f}% of peak).",
+        headline=head + f", and {UNIT_WORDS[unit]} is the busiest unit ({_pc(f.util[unit])}% of peak).",
         evidence=ev,
         mechanism=mech,
         fix=fix,
@@ -707,11 +1187,16 @@ def _from_ncu_rule(f: _Facts, rule_name: str) -> _Mech | None:
 
 
 def _bank_conflicts(f: _Facts) -> _Mech | None:
+    """Shared-memory wavefronts per request above the access width's ideal: lanes of a warp hit the same bank.
+
+    Physics: 32 banks x 4 B serve 128 B per wavefront, so a conflict-free warp access of ``w`` bytes per lane
+    needs ``w x 32 / 128`` wavefronts. ncu's per-instruction ideal wavefronts (LDSM and matrix-operand reads
+    included) override that when the report has them. The replays cost time in proportion to the L1/shared
+    pipe's share of the kernel's limit.
+    """
     k = f.k
     wf_ld, wf_st = k.value(SLD_WAVEFRONTS), k.value(SST_WAVEFRONTS)
-    rq_ld_hit, rq_st_hit = _first(k, SLD_REQUESTS), _first(k, SST_REQUESTS)
-    rq_ld = rq_ld_hit[1] if rq_ld_hit else None
-    rq_st = rq_st_hit[1] if rq_st_hit else None
+    rq_ld, rq_st = _shared_requests(k, "ld"), _shared_requests(k, "st")
     if (wf_ld is None or not rq_ld) and (wf_st is None or not rq_st):
         return _from_ncu_rule(f, "UncoalescedSharedAccess") or _from_ncu_rule(f, "SharedMemoryConflicts")
 
@@ -739,25 +1224,32 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
     actual = (wf_ld or 0.0) + (wf_st or 0.0)
     shared_share = min(1.0, actual / total_wf) if total_wf else 1.0
     l1 = f.util.get("l1", 0.0)
-    savings = waste * shared_share * _scale_to_limiter(f, l1, SHARED_STALLS)
+    savings = waste * shared_share * _scale_to_limiter(f, f.util.get("l1"), SHARED_STALLS)
     which = "loads" if bad_ld and (not bad_st or (wpr_ld or 0) / i_ld >= (wpr_st or 0) / i_st) else "stores"
+    op = which[:-1]
     wpr, idl = (wpr_ld, i_ld) if which == "loads" else (wpr_st, i_st)
+    width = f.sass.shared_load_bytes_per_thread if which == "loads" else f.sass.shared_store_bytes_per_thread
+    wpr_r, waste_pct = round(wpr or 0.0, 2), round(100 * waste, 1)
     conflicts = k.value(SLD_CONFLICTS if which == "loads" else SST_CONFLICTS)
+    per_request = f"derived:shared_{op}_wavefronts_per_request"
     ev = [
         Evidence(
             name=f"shared-memory {which}: wavefronts per request",
-            value=round(wpr or 0.0, 2),
+            value=wpr_r,
             unit="wavefronts/request",
-            reference=f"ideal {idl:g} ({th.SHARED_BANKS} banks x {th.SHARED_BANK_BYTES} B serve 128 B per wavefront)",
+            reference=(
+                f"ideal {idl:g} = {width or 4:.3g} B x {th.WARP_SIZE} lanes / ({th.SHARED_BANKS} banks x "
+                f"{th.SHARED_BANK_BYTES} B per wavefront)"
+            ),
             reference_value=idl,
-            metric=f"{SLD_WAVEFRONTS if which == 'loads' else SST_WAVEFRONTS} / shared {which[:-1]} instructions",
+            metric=per_request,
         ),
         Evidence(
             name="L1/shared-memory bandwidth used",
             value=round(100 * l1, 1),
             unit="% of peak",
             reference="conflicts cost time when the L1/shared pipe is the busiest unit",
-            metric="l1tex__throughput.avg.pct_of_peak_sustained_active",
+            metric=_unit_metric(f, "l1"),
         ),
     ]
     if conflicts is not None:
@@ -772,12 +1264,12 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
         )
     exp = [
         Expectation(
-            metric="derived:shared_wavefronts_per_request",
+            metric=per_request,
             direction=Direction.DOWN,
-            target=round(min(i_ld, i_st) if which else idl, 1),
+            target=round(idl, 1),
             unit="wavefronts/request",
-            value_now=round(metric_value(k, "derived:shared_wavefronts_per_request") or 0.0, 2),
-            label="shared-memory wavefronts per request",
+            value_now=wpr_r,
+            label=f"shared-memory wavefronts per {op}",
         )
     ]
     t = _time_expectation(f, savings)
@@ -787,8 +1279,8 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
         bottleneck=B.SHARED_BANK_CONFLICTS,
         savings=savings,
         headline=(
-            f"Shared-memory bank conflicts: {wpr:.1f} wavefronts per shared {which[:-1]} against an ideal {idl:g}; "
-            f"{100 * waste:.0f}% of the shared-memory cycles are replays."
+            f"Shared-memory bank conflicts: {wpr_r:g} wavefronts per shared {op} against an ideal {idl:g}; "
+            f"{waste_pct:g}% of the shared-memory wavefronts are replays."
         ),
         evidence=ev,
         mechanism=(
@@ -819,14 +1311,16 @@ def _local_memory(f: _Facts) -> _Mech | None:
         return None
     if local <= 0 and (lld is not None or lst is not None):
         return None  # LDL/STL in the listing but never executed (a cold path)
-    all_sectors = k.value(L1_SECTORS) or _sum_present(k, (GLD_SECTORS, GST_SECTORS, LLD_SECTORS, LST_SECTORS))
-    share = min(1.0, local / all_sectors) if all_sectors else None
+    share = metric_value(k, "derived:local_sector_share")
+    share_metric = "derived:local_sector_share"
     if share is None:
         if not f.sass.weighted:
             return None
         share = f.sass.share(f.sass.local_loads + f.sass.local_stores)
+        share_metric = "sass:local_instructions"
     _, mem_util = f.mem_max()
-    savings = share * _scale_to_limiter(f, mem_util, GLOBAL_STALLS)
+    known = any(u in f.util for u in MEMORY_UNITS)
+    savings = share * _scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
     kind = f.sass.local_kind
     regs = k.registers_per_thread
     if kind == "dynamic_index":
@@ -851,14 +1345,16 @@ def _local_memory(f: _Facts) -> _Mech | None:
             value=int(local) if local else None,
             unit="sectors",
             reference="0 when every per-thread value lives in registers",
-            metric=f"{LLD_SECTORS} + {LST_SECTORS}",
+            metric="derived:local_memory_sectors",
         ),
         Evidence(
-            name="share of L1 traffic that is local memory",
+            name="share of L1 traffic that is local memory"
+            if share_metric == "derived:local_sector_share"
+            else "share of executed instructions that are LDL/STL",
             value=round(100 * share, 1),
             unit="%",
             reference="0%",
-            metric=f"local sectors / {L1_SECTORS}",
+            metric=share_metric,
         ),
     ]
     if has_sass_local:
@@ -868,7 +1364,7 @@ def _local_memory(f: _Facts) -> _Mech | None:
                 value=int(f.sass.local_loads + f.sass.local_stores),
                 unit="instructions",
                 reference=f"kind: {kind}" + (f"; at {lines}" if lines else ""),
-                metric="SASS",
+                metric="sass:local_instructions",
             )
         )
     exp = [
@@ -888,7 +1384,9 @@ def _local_memory(f: _Facts) -> _Mech | None:
         bottleneck=B.LOCAL_MEMORY_SPILL,
         savings=savings,
         headline=(
-            f"Local-memory traffic from {what}: {100 * share:.0f}% of the L1 traffic is LDL/STL"
+            f"Local-memory traffic from {what}: {round(100 * share, 1):g}% of the "
+            + ("L1 traffic" if share_metric == "derived:local_sector_share" else "executed instructions")
+            + " is LDL/STL"
             + (f" ({lines})" if lines else "")
             + "."
         ),
@@ -935,16 +1433,20 @@ def _atomics(f: _Facts) -> _Mech | None:
         and slice_avg is not None
         and slice_max >= th.ATOMIC_HOT_SLICE_RATIO * max(slice_avg, 1e-9)
     )
-    # Serialized on a few addresses (one hot L2 slice): reducing first removes nearly all of the wait.
-    # Without the per-slice numbers, only the atomics' share of the requests is attributed.
-    savings = gap if hot else gap * share
+    # Serialized on a few addresses (one hot L2 slice): reducing first removes the wait the atomics cause, i.e.
+    # the share of the warps' stall cycles spent on the memory queue (drain, lg_throttle, membar, scoreboard)
+    # when the report has the stall breakdown. Without the per-slice numbers, only the atomics' share of the
+    # requests is attributed.
+    total = sum(stalls.values())
+    queue = sum(stalls.get(r, 0.0) for r in ATOMIC_STALLS) / total if total > 0 else 1.0
+    savings = gap * queue if hot else gap * share
     ev = [
         Evidence(
             name="global atomic requests",
             value=int(atom_count),
             unit="requests",
             reference=f"{100 * share:.0f}% of global memory requests",
-            metric=" + ".join(GATOM_REQUESTS + GRED_REQUESTS) if atom is not None else "SASS RED/ATOM",
+            metric="derived:global_atomic_requests" if atom is not None else "sass:global_atomics",
         ),
         (
             Evidence(
@@ -953,7 +1455,7 @@ def _atomics(f: _Facts) -> _Mech | None:
                 unit="% of peak",
                 reference=f"average slice {slice_avg:.2g}%: the atomics pile onto one slice (few addresses)",
                 reference_value=round(slice_avg or 0.0, 3),
-                metric=f"{ATOMIC_SLICE_MAX} vs .avg",
+                metric=f"{ATOMIC_SLICE_MAX}, {ATOMIC_SLICE_AVG}",
             )
             if hot
             else Evidence(
@@ -961,19 +1463,13 @@ def _atomics(f: _Facts) -> _Mech | None:
                 value=round(100 * f.u_max, 1),
                 unit="% of peak",
                 reference=f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}%: the atomics serialize instead of using bandwidth",
-                metric="SpeedOfLight",
+                metric=_unit_metric(f, f.limiter()[0]),
             )
         ),
     ]
     if top:
         ev.append(
-            Evidence(
-                name=f"top warp stall: {top}",
-                value=round(stalls[top], 2),
-                unit="cycles/issued instruction",
-                reference="lg_throttle/drain/membar point at a congested memory queue",
-                metric=f"smsp__average_warps_issue_stalled_{top}_per_issue_active.ratio",
-            )
+            _stall_evidence(k, top, stalls[top], "lg_throttle/drain/membar point at a congested memory queue")
         )
     exp = [
         Expectation(
@@ -993,7 +1489,7 @@ def _atomics(f: _Facts) -> _Mech | None:
         savings=savings,
         headline=(
             f"Atomic contention: {100 * share:.0f}% of global memory requests are atomics and no unit is above "
-            f"{100 * f.u_max:.0f}% of its peak, so the atomics serialize on a few addresses."
+            f"{_pc(f.u_max)}% of its peak, so the atomics serialize on a few addresses."
         ),
         evidence=ev,
         mechanism=(
@@ -1015,14 +1511,23 @@ def _atomics(f: _Facts) -> _Mech | None:
 
 
 def _divergence(f: _Facts) -> _Mech | None:
+    """Lanes masked off in executed warp instructions: the SM issues an instruction for fewer useful lanes.
+
+    Physics: divergent paths run one after another, each in the warp's issue slots. That costs time when issue is
+    what limits the kernel; with the schedulers issuing below LATENCY_BOUND_FRACTION of their slots (the SMs wait on
+    memory), the masked lanes occupy slots that were free anyway.
+    """
     r = f.v(THREADS_PER_INST)
     if r is None or r >= th.DIVERGENCE_ACTIVE_THREADS:
+        return None
+    issue_util = f.util.get("issue")
+    if issue_util is not None and issue_util < th.LATENCY_BOUND_FRACTION:
         return None
     tpb = f.k.threads_per_block
     partial = tpb is not None and tpb % th.WARP_SIZE != 0 and tpb < th.WARP_SIZE
     efficiency = r / th.WARP_SIZE
     issue = f.util.get("issue", 0.0)
-    savings = (1.0 - efficiency) * _scale_to_limiter(f, issue)
+    savings = (1.0 - efficiency) * _scale_to_limiter(f, f.util.get("issue"))
     branch = f.v("smsp__sass_branch_targets_threads_divergent.sum")
     ev = [
         Evidence(
@@ -1087,7 +1592,7 @@ def _divergence(f: _Facts) -> _Mech | None:
         would_raise="SourceCounters (per-line divergence) to point at the branch"
         if "source" in f.missing
         else "",
-        inflates=("issue", "fp32", "fp64", "tensor"),
+        inflates=("issue", "fp32", "fp64", "tensor", "xu"),
         waste=1.0 - efficiency,
     )
 
@@ -1097,7 +1602,7 @@ def _grid(f: _Facts) -> _Mech | None:
     sms = f.sm_count
     blocks = k.blocks
     waves = f.v(WAVES)
-    active = _sm_active_fraction(k)
+    active = sm_active_fraction(k)
     if blocks is None or sms is None:
         return None
     if blocks < sms or (waves is not None and waves < th.TAIL_MIN_WAVES):
@@ -1141,7 +1646,7 @@ def _grid(f: _Facts) -> _Mech | None:
                     value=round(100 * active, 1),
                     unit="%",
                     reference=f">= {100 * th.SMALL_GRID_ACTIVE_SM_FRACTION:.0f}% when the grid covers the GPU",
-                    metric="sm__cycles_active.avg / elapsed cycles",
+                    metric="derived:sm_active_pct",
                 )
             )
         exp = [
@@ -1154,10 +1659,11 @@ def _grid(f: _Facts) -> _Mech | None:
                 label="blocks in the grid",
             ),
             Expectation(
-                metric="derived:sm_active_fraction",
+                metric="derived:sm_active_pct",
                 direction=Direction.UP,
-                target=0.9,
-                value_now=round(active, 3) if active is not None else None,
+                target=90.0,
+                unit="%",
+                value_now=round(100 * active, 1) if active is not None else None,
                 label="SM busy fraction",
             ),
         ]
@@ -1168,8 +1674,12 @@ def _grid(f: _Facts) -> _Mech | None:
             bottleneck=B.SMALL_GRID,
             savings=savings,
             headline=(
-                f"Grid too small: {blocks} blocks for {sms} SMs ({waves:.2g} waves); the SMs are busy "
-                f"{100 * frac:.0f}% of the time."
+                f"Grid too small: {blocks} blocks for {sms} SMs ({round(waves, 3):g} waves); "
+                + (
+                    f"the SMs are busy {_pc(frac)}% of the time."
+                    if active is not None
+                    else f"at most {_pc(frac)}% of the SMs have a block."
+                )
                 if waves is not None
                 else f"Grid too small: {blocks} blocks for {sms} SMs."
             ),
@@ -1192,8 +1702,12 @@ def _grid(f: _Facts) -> _Mech | None:
         )
     if waves is not None and waves > th.TAIL_MIN_WAVES:
         eff = waves / math.ceil(waves)
-        # Only the last wave idles: the loss is that wave's empty share over all (whole) waves.
+        # Only the last wave idles: the loss is that wave's empty share over all (whole) waves, if waves took
+        # equal time. Blocks of unequal length fill the tail, so the loss can be no larger than the SMs' measured
+        # idle time (1 - busy fraction) when the report has it.
         savings = 1.0 - eff
+        if active is not None:
+            savings = min(savings, 1.0 - active)
         if savings < th.MIN_MECHANISM_SAVINGS:
             return None
         ev = [
@@ -1212,6 +1726,16 @@ def _grid(f: _Facts) -> _Mech | None:
                 metric="launch__grid_size",
             ),
         ]
+        if active is not None:
+            ev.append(
+                Evidence(
+                    name="SM busy fraction",
+                    value=round(100 * active, 1),
+                    unit="%",
+                    reference="the tail can cost at most the SMs' idle time",
+                    metric="derived:sm_active_pct",
+                )
+            )
         exp = [
             Expectation(
                 metric="derived:tail_wave_efficiency",
@@ -1300,15 +1824,7 @@ def _occupancy(f: _Facts) -> _Mech | None:
         ),
     ]
     if top:
-        ev.append(
-            Evidence(
-                name=f"top warp stall: {top}",
-                value=round(stalls[top], 2),
-                unit="cycles/issued instruction",
-                reference=STALL_WORDS.get(top, (top, ""))[0],
-                metric=f"smsp__average_warps_issue_stalled_{top}_per_issue_active.ratio",
-            )
-        )
+        ev.append(_stall_evidence(k, top, stalls[top], STALL_WORDS.get(top, (top, ""))[0]))
     how = {
         "registers": f"cut registers per thread (now {k.registers_per_thread}) with __launch_bounds__(threads, minBlocks) or smaller per-thread tiles",
         "shared memory": f"use less shared memory per block (now {k.shared_mem_per_block} B): smaller tiles, fewer buffers, or data in registers/L2",
@@ -1333,10 +1849,10 @@ def _occupancy(f: _Facts) -> _Mech | None:
         bottleneck=B.OCCUPANCY_LIMITED,
         savings=savings,
         headline=(
-            f"Occupancy limited by {limiter}: {theo:.0f}% of the warp slots can be filled, and with latency exposed "
-            f"(issue active {100 * issue:.0f}%) more warps would hide it."
+            f"Occupancy limited by {limiter}: {round(theo, 1):g}% of the warp slots can be filled, and with latency exposed "
+            f"(issue active {_pc(issue)}%) more warps would hide it."
             if issue is not None
-            else f"Occupancy limited by {limiter}: {theo:.0f}% of the warp slots can be filled."
+            else f"Occupancy limited by {limiter}: {round(theo, 1):g}% of the warp slots can be filled."
         ),
         evidence=ev,
         mechanism=(
@@ -1351,121 +1867,464 @@ def _occupancy(f: _Facts) -> _Mech | None:
     )
 
 
-def _no_tensor_cores(f: _Facts) -> _Mech | None:
-    s = f.sass
-    if s.empty or s.has_mma or s.ffma <= 0:
+@dataclass(frozen=True, slots=True)
+class _MatrixWork:
+    """What makes FP32 work a matrix product (see :func:`_matrix_structure`)."""
+
+    ffma_share: float
+    from_loads: float
+    reuse: float | None
+    global_bytes_per_fma: float | None
+    load_bytes_per_fma: float | None
+    intensity: float | None
+    """FP32 FLOP per DRAM byte."""
+    ridge: float | None
+    because: str
+
+
+def _matrix_structure(f: _Facts) -> _MatrixWork | None:
+    """FP32 FMA work with the data flow of a matrix product, or None.
+
+    Physics: a matrix product's k-loop multiplies two *loaded* operands per FMA (``A[i][k] * B[k][j]``) and
+    reuses each loaded operand for many outputs: in registers (an outer product), through a shared-memory tile,
+    or through the caches (FLOP per DRAM byte past the FP32 ridge). A Horner polynomial, a transcendental
+    expansion or a dependent FMA chain multiplies computed values or constants (no loaded multiplicand pair);
+    a dot product or mat-vec loads fresh operands for each FMA (no reuse). When the report has the roofline,
+    the intensity must also be past the FP32 ridge: below it the kernel is memory-bound at its floor and faster
+    math would not show.
+    """
+    s, flow = f.sass, f.flow
+    if s.empty or s.has_mma or s.ffma <= 0 or flow.fma <= 0:
         return None
     if (
         s.share(s.ffma) < th.MATRIX_LIKE_FFMA_SHARE
         or s.share(s.special_function) > th.MATRIX_LIKE_MAX_SFU_SHARE
     ):
         return None
-    intensity = f.roof.intensity("dram")
-    ridge = f.roof.ridge("fp32", "dram")
-    if intensity is None:
+    if flow.fma_from_loads_share < th.MATRIX_LOADED_OPERAND_SHARE:
         return None
-    needed = ridge if ridge else th.MATRIX_LIKE_MIN_INTENSITY
-    if intensity < needed:
+    fp32, dram_bps = f.roof.flops.get("fp32"), f.roof.bytes_per_s.get("dram")
+    intensity = fp32 / dram_bps if fp32 is not None and dram_bps else None
+    ridge = f.roof.ridge("fp32", "dram")
+    reuse, gbpf = flow.operand_reuse, flow.per_fma(flow.global_load_bytes)
+    if intensity is not None and intensity < (ridge or th.MATRIX_LIKE_MIN_INTENSITY):
+        return None
+    if reuse is not None and reuse >= th.MATRIX_REUSE_MIN:
+        because = f"each loaded operand feeds {reuse:.2g} FMAs from registers"
+    elif gbpf is not None and gbpf <= th.MATRIX_MAX_GLOBAL_BYTES_PER_FMA and flow.shared_load_bytes > 0:
+        because = f"operands staged in shared memory ({gbpf:.2g} global bytes per FMA)"
+    elif intensity is not None:
+        because = f"{intensity:.3g} FP32 FLOP per DRAM byte, past the ridge: reuse through the caches"
+    else:
+        return None
+    return _MatrixWork(
+        ffma_share=s.share(s.ffma),
+        from_loads=flow.fma_from_loads_share,
+        reuse=reuse,
+        global_bytes_per_fma=gbpf,
+        load_bytes_per_fma=flow.per_fma(flow.load_bytes),
+        intensity=intensity,
+        ridge=ridge,
+        because=because,
+    )
+
+
+def _fma_balance_bytes(f: _Facts) -> float:
+    """Bytes per thread an FMA may load from L1/shared before L1 saturates ahead of the FMA pipe:
+    L1 bytes per cycle per SM over thread FFMAs per cycle per SM (1 B on GA10x/Hopper, 2 B on A100/V100)."""
+    peak = f.v("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained")
+    sms = f.sm_count
+    lanes = peak / sms if peak and sms else th.FP32_LANES_PER_SM
+    return th.L1_BYTES_PER_CYCLE_PER_SM / lanes
+
+
+def _matrix_evidence(f: _Facts, mw: _MatrixWork) -> list[Evidence]:
+    s = f.sass
+    ev = [
+        Evidence(
+            name="FMAs whose two multiplicands are loaded operands",
+            value=round(100 * mw.from_loads, 1),
+            unit="%",
+            reference=f"k-loop of a matrix product; {mw.because}; no HMMA/HGMMA/IMMA in the SASS",
+            metric="sass:fma_from_loads_share",
+        ),
+        Evidence(
+            name="FFMA share of executed instructions" if s.weighted else "FFMA share of the SASS listing",
+            value=round(100 * mw.ffma_share, 1),
+            unit="%",
+            reference=f">= {100 * th.MATRIX_LIKE_FFMA_SHARE:.0f}%: the FP32 pipes carry the work",
+            metric="sass:ffma_share",
+        ),
+    ]
+    if mw.intensity is not None:
+        needed = mw.ridge or th.MATRIX_LIKE_MIN_INTENSITY
+        ev.append(
+            Evidence(
+                name="arithmetic intensity (FP32 FLOP per DRAM byte)",
+                value=round(mw.intensity, 1),
+                unit="FLOP/byte",
+                reference=f"past the FP32 ridge point ({needed:.3g} FLOP/byte)"
+                if mw.ridge
+                else f"above {needed:g} FLOP/byte",
+                reference_value=round(needed, 1),
+                metric="derived:fp32_flop_per_dram_byte",
+            )
+        )
+    return ev
+
+
+def _register_tiling_advice(f: _Facts, mw: _MatrixWork) -> str:
+    balance = _fma_balance_bytes(f)
+    now = mw.load_bytes_per_fma
+    if now is None or now <= balance * th.COALESCING_TOLERANCE:
+        return ""
+    return (
+        f"Compute a register tile per thread (e.g. 8x8 outputs from a 128x128x8 block tile, float4 shared loads): "
+        f"today each FMA loads {now:.2g} bytes from shared/global memory, and the L1 keeps up with the FMA pipe "
+        f"only below {balance:.2g} B per FMA ({th.L1_BYTES_PER_CYCLE_PER_SM:.0f} B/cycle/SM over the FMA lanes)."
+    )
+
+
+def _no_tensor_cores(f: _Facts) -> _Mech | None:
+    """Matrix work (:func:`_matrix_structure`) on the FP32 pipes of a GPU that has tensor cores.
+
+    The saving is bounded by what the tensor path can reach: the FP32 FLOPs at the tensor peak (x the healthy
+    fraction) and the DRAM bytes at the DRAM peak. When the FP32 pipe itself is at its roof the FLOPs are the
+    ones the math needs in FP32: the kernel is healthy and this is advice (TF32/BF16 if the precision allows).
+    """
+    if f.tensor_cores is False:
+        return None
+    mw = _matrix_structure(f)
+    if mw is None or (mw.intensity is None and f.tensor_cores is None):
         return None
     fp32 = f.roof.flops.get("fp32")
     tensor_peak = f.roof.peak_flops.get("tensor")
     dram = f.util.get("dram", 0.0)
+    busiest = max(f.u_max, 1e-9)
+    grounded = bool(fp32 and tensor_peak)
     if fp32 and tensor_peak:
-        savings = max(0.0, 1.0 - max(fp32 / (tensor_peak * th.HEALTHY_FRACTION_OF_PEAK), dram))
+        savings = max(0.0, 1.0 - max(fp32 / (tensor_peak * th.HEALTHY_FRACTION_OF_PEAK), dram) / busiest)
     else:
-        savings = max(0.0, 1.0 - max(f.util.get("fp32", 0.0), dram))
-    ev = [
-        Evidence(
-            name="FFMA share of executed instructions" if s.weighted else "FFMA share of the SASS listing",
-            value=round(100 * s.share(s.ffma), 1),
-            unit="%",
-            reference="no HMMA/HGMMA/IMMA instruction in the SASS",
-            metric="SASS",
-        ),
-        Evidence(
-            name="arithmetic intensity (FP32 FLOP per DRAM byte)",
-            value=round(intensity, 1),
-            unit="FLOP/byte",
-            reference=f"past the FP32 ridge point ({needed:.1f} FLOP/byte): matrix-like reuse"
-            if ridge
-            else f"above {needed:g} FLOP/byte: matrix-like reuse",
-            reference_value=round(needed, 1),
-            metric="smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed, dram__bytes.sum.per_second",
-        ),
-    ]
-    if fp32 is not None:
-        ev.append(
-            Evidence(
-                name="achieved FP32 throughput",
-                value=round(fp32 / 1e12, 2),
-                unit="TFLOP/s",
-                reference=(
-                    f"tensor ceiling of this GPU in the report: {tensor_peak / 1e12:.0f} TFLOP/s"
-                    if tensor_peak
-                    else "tensor ceiling not in the report"
-                ),
-                reference_value=round(tensor_peak / 1e12, 1) if tensor_peak else None,
-                metric="roofline (SpeedOfLight_RooflineChart)",
-            )
-        )
-    pipe = next(
-        (
-            n
-            for n in (
-                "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-                "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-            )
-            if f.v(n) is not None
-        ),
-        None,
-    )
-    pipe_now = f.v(pipe) if pipe else None
+        # No tensor ceiling in the report: only the FP32 pipes' share of the time is known to move.
+        savings = f.util.get("fp32", 0.0)
+    savings = min(savings, 1.0)
+    ev = _matrix_evidence(f, mw)
+    pipe_hit = _first(f.k, TENSOR_PIPE_METRICS)
     exp = [
         Expectation(
-            metric=pipe or "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+            metric=pipe_hit[0] if pipe_hit else "derived:tensor_utilization",
             direction=Direction.UP,
             target=50.0,
             unit="%",
-            value_now=round(pipe_now, 1) if pipe_now is not None else 0.0,
+            value_now=round(pipe_hit[1], 1) if pipe_hit else metric_value(f.k, "derived:tensor_utilization"),
             label="tensor pipe utilisation",
+        )
+    ]
+    t = _time_expectation(f, savings, fix_unit="tensor") if grounded else None
+    if t:
+        exp.append(t)
+    tiling = _register_tiling_advice(f, mw)
+    tensor_words = (
+        "use the tensor cores: call cuBLAS/cuBLASLt or CUTLASS, or write the inner product with WMMA/mma.sync "
+        "(wgmma on Hopper) in TF32 (FP32 inputs, 10-bit mantissa) or BF16/FP16 inputs with FP32 accumulation, "
+        "if that precision is acceptable."
+    )
+    at_fp32_roof = f.util.get("fp32", 0.0) >= th.HEALTHY_FRACTION_OF_PEAK
+    return _Mech(
+        bottleneck=B.NO_TENSOR_CORES,
+        savings=savings,
+        headline=(
+            f"Matrix work on the FP32 pipes: {round(100 * mw.from_loads, 1):g}% of the FMAs multiply two loaded "
+            f"operands ({mw.because}) and no instruction is a tensor-core MMA."
+        ),
+        evidence=ev,
+        mechanism=(
+            "The kernel multiplies tiles of matrices with scalar fused multiply-adds; the tensor cores, which do the "
+            "same products many times faster, stay idle."
+            + (
+                " Each FMA also reloads its operands from shared memory, so the L1/shared pipe saturates first."
+                if tiling
+                else ""
+            )
+        ),
+        fix=(tiling + " Then " + tensor_words) if tiling else _cap(tensor_words),
+        expect=exp,
+        confidence=(0.8 if f.sass.weighted else 0.65) - (0 if grounded else 0.15),
+        would_raise=("" if f.sass.weighted else "SourceCounters (executed instruction mix)")
+        or ("" if grounded else "the roofline sections (the tensor ceiling the fix would move to)"),
+        inflates=("fp32", "l1", "issue"),
+        waste=0.0,
+        blocks_healthy=not at_fp32_roof,
+        fix_unit="tensor",
+    )
+
+
+def _operand_reload(f: _Facts) -> _Mech | None:
+    """A matrix product whose FMAs reload their operands from L1/shared (or L2) faster than the unit can serve.
+
+    Physics: the L1 serves L1_BYTES_PER_CYCLE_PER_SM; the FMA pipe consumes (FFMA lanes) per cycle. A thread
+    tile of TM x TN outputs loads (TM + TN) operands per TM x TN FMAs; when the loaded bytes per FMA exceed
+    L1 bytes/cycle over FMA lanes/cycle, L1/shared saturates before the math: the traffic at the saturated
+    unit is reloads, not work the algorithm needs, so the unit being at its roof is a fix, never healthy.
+    On a GPU with tensor cores :func:`_no_tensor_cores` usually wins the ranking (the tensor path removes the
+    reloads too); on one without, this is the lever.
+    """
+    mw = _matrix_structure(f)
+    if mw is None or mw.load_bytes_per_fma is None:
+        return None
+    unit, util = max(
+        ((u, f.util[u]) for u in ("l1", "l2") if u in f.util), key=lambda x: x[1], default=(None, 0.0)
+    )
+    if unit is None or util < th.LATENCY_BOUND_FRACTION or util < f.u_max - 0.05:
+        return None
+    balance = _fma_balance_bytes(f)
+    ratio = mw.load_bytes_per_fma
+    if ratio <= balance * th.COALESCING_TOLERANCE:
+        return None
+    others = max((v for u, v in f.util.items() if u not in (unit, "issue")), default=0.0)
+    after = max(util * balance / ratio, others)
+    savings = max(0.0, 1.0 - after / max(f.u_max, 1e-9))
+    ev = [
+        Evidence(
+            name="bytes loaded per FMA (shared + global, per thread)",
+            value=round(ratio, 2),
+            unit="B/FMA",
+            reference=f"the L1 keeps up with the FMA pipe below {balance:.2g} B/FMA "
+            f"({th.L1_BYTES_PER_CYCLE_PER_SM:.0f} B/cycle/SM over the FMA lanes)",
+            reference_value=round(balance, 2),
+            metric="sass:load_bytes_per_fma",
+        ),
+        Evidence(
+            name=f"{UNIT_WORDS[unit]} used",
+            value=round(100 * util, 1),
+            unit="% of peak",
+            reference="saturated by operand reloads, not by the work the product needs",
+            metric=_unit_metric(f, unit),
+        ),
+        *_matrix_evidence(f, mw)[:1],
+    ]
+    exp = [
+        Expectation(
+            metric=_unit_metric(f, unit),
+            direction=Direction.DOWN,
+            value_now=round(100 * util, 1),
+            unit="%",
+            label=f"{UNIT_WORDS[unit]} used",
+        )
+    ]
+    t = _time_expectation(f, savings)
+    if t:
+        exp.append(t)
+    no_tc = f.tensor_cores is False
+    return _Mech(
+        bottleneck=RESOURCE_OF_UNIT[unit],
+        savings=savings,
+        headline=(
+            f"{_cap(UNIT_WORDS[unit])} saturated by operand reloads: a matrix product loads {round(ratio, 2):g} bytes "
+            f"per FMA, above the {balance:.2g} B the L1 can serve per FMA."
+        ),
+        evidence=ev,
+        mechanism=(
+            "Each FMA of the matrix product fetches its operands from shared memory or L1/L2 again instead of reusing "
+            "them from registers, so the memory pipe carries many times the bytes the product needs and saturates "
+            "before the FP32 pipes."
+        ),
+        fix=_register_tiling_advice(f, mw)
+        + (" This GPU has no tensor cores: register tiling is the lever." if no_tc else ""),
+        expect=exp,
+        confidence=0.75 if f.sass.weighted else 0.6,
+        would_raise="" if f.sass.weighted else "SourceCounters (executed instruction mix)",
+        inflates=(unit,),
+        waste=max(0.0, 1.0 - balance / ratio),
+        blocks_healthy=True,
+    )
+
+
+L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
+DRAM_READ_SECTORS = "dram__sectors_read.sum"
+
+
+def _l2_rereads(f: _Facts) -> _Mech | None:
+    """L2 at its roof while carrying each byte many times: re-reads that reuse in shared memory or registers removes.
+
+    The excess sectors of uncoalesced accesses (ncu's theoretical minus ideal sectors) are left out: they are
+    :func:`_uncoalesced`'s waste, not data read twice.
+
+    Physics: ncu flushes the caches before each replay pass (``--cache-control all``, the default), so every byte
+    the kernel reads crosses DRAM into L2 once; the L2 sectors the SMs read over the DRAM sectors read is the number
+    of times each byte is fetched from L2 (L2_REREAD_FACTOR). The compulsory share of the L2 traffic is the inverse;
+    the rest is the waste, and with it gone the kernel runs at the pace of its next unit.
+    """
+    l2 = f.util.get("l2")
+    reads, dram_reads = f.v(L2_READ_SECTORS), f.v(DRAM_READ_SECTORS)
+    excess = (f.v(L2_THEORETICAL_SECTORS) or 0.0) - (f.v(L2_THEORETICAL_SECTORS_IDEAL) or 0.0)
+    if reads is not None and excess > 0:
+        reads = max(
+            0.0, reads - excess
+        )  # sectors of uncoalesced accesses are that rule's waste, not re-reads
+    if dram_reads is None:
+        dram_rd_bytes = f.v("dram__bytes_read.sum")
+        dram_reads = dram_rd_bytes / th.SECTOR_BYTES if dram_rd_bytes is not None else None
+    if l2 is None or reads is None or not dram_reads or l2 < th.LATENCY_BOUND_FRACTION or l2 < f.u_max - 0.05:
+        return None
+    factor = reads / dram_reads
+    if factor < th.L2_REREAD_FACTOR:
+        return None
+    waste = 1.0 - 1.0 / factor
+    others = max((v for u, v in f.util.items() if u not in ("l2", "issue")), default=0.0)
+    after = max(l2 * (1.0 - waste), others)
+    savings = max(0.0, 1.0 - after / max(f.u_max, 1e-9))
+    factor_r = round(factor, 1)
+    ev = [
+        Evidence(
+            name="L2 cache bandwidth used",
+            value=round(100 * l2, 1),
+            unit="% of peak",
+            reference="the busiest unit",
+            metric=_unit_metric(f, "l2"),
+        ),
+        Evidence(
+            name="L2 sectors read by the SMs",
+            value=int(reads),
+            unit="sectors",
+            reference=f"{factor_r:g}x the {int(dram_reads)} sectors read from DRAM: each byte is fetched {factor_r:g} "
+            "times from L2 (caches are flushed before the kernel, so DRAM delivers each byte once)",
+            reference_value=int(dram_reads),
+            metric=L2_READ_SECTORS,
+        ),
+    ]
+    exp = [
+        Expectation(
+            metric=L2_READ_SECTORS,
+            direction=Direction.DOWN,
+            target=round(dram_reads * th.L2_REREAD_FACTOR, 0),
+            unit="sectors",
+            value_now=reads,
+            label="L2 sectors read by the SMs",
         )
     ]
     t = _time_expectation(f, savings)
     if t:
         exp.append(t)
     return _Mech(
-        bottleneck=B.NO_TENSOR_CORES,
+        bottleneck=B.L2_BANDWIDTH_BOUND,
         savings=savings,
         headline=(
-            f"Matrix work on the FP32 pipes: {100 * s.share(s.ffma):.0f}% of the instructions are FFMA, none are "
-            f"tensor-core MMA, at {intensity:.0f} FLOP per DRAM byte."
+            f"L2 saturated by re-reads: L2 at {_pc(l2)}% of peak while each byte is fetched {factor_r:g} times from "
+            "it; the traffic is mostly data the kernel already read."
         ),
         evidence=ev,
         mechanism=(
-            "The kernel multiplies tiles of matrices with scalar fused multiply-adds; the tensor cores, which do the "
-            "same products many times faster, stay idle."
+            "Blocks (or iterations) read the same data again from L2 instead of keeping it on chip: small tiles "
+            "reload their operands for every step, or neighbouring elements are re-fetched by many threads."
         ),
         fix=(
-            "Use the tensor cores: call cuBLAS/cuBLASLt or CUTLASS, or write the inner product with WMMA/mma.sync "
-            "(wgmma on Hopper) in TF32 (FP32 inputs, 10-bit mantissa) or BF16/FP16 inputs with FP32 accumulation, "
-            "if that precision is acceptable."
+            "Reuse on chip: larger tiles staged in shared memory (each operand loaded once per block and used by "
+            "all its threads), keep reused values in registers, or swizzle/cluster the blocks that share data."
         ),
         expect=exp,
-        confidence=0.8 if s.weighted else 0.7,
-        would_raise="" if s.weighted else "SourceCounters (executed instruction mix)",
-        inflates=("fp32", "l1", "issue"),
-        waste=0.0,
+        confidence=0.7,
+        would_raise="",
+        inflates=("l2",),
+        waste=waste,
         blocks_healthy=True,
     )
 
 
+def _path_metric(path: str) -> str:
+    return "sm__ops_path_tensor_" + ("" if path.startswith("src_") else "op_") + path
+
+
+def _slow_tensor_path(f: _Facts) -> _Mech | None:
+    """Tensor work at the ceiling of a slower data path than the GPU offers for the same input type.
+
+    Physics: each tensor data path has its own ceiling (ncu's ``sm__ops_path_tensor_<path>`` peaks); on sm_90 the
+    ``mma.sync`` path (HMMA) peaks at 2/3 of warpgroup MMA (HGMMA) for BF16/FP16. A kernel at >= the healthy
+    fraction of its path's ceiling is at *that* roof, and the GPU's roof for its data is the fastest path's.
+    """
+    path, achieved, best = f.roof.tensor_path, f.roof.flops.get("tensor"), f.roof.peak_flops.get("tensor")
+    used_peak = f.roof.tensor_path_peaks.get(path or "")
+    if not path or not achieved or not best or not used_peak or best <= used_peak * th.COALESCING_TOLERANCE:
+        return None
+    used = achieved / used_peak
+    if used < th.HEALTHY_FRACTION_OF_PEAK:
+        return None  # not even at its own path's ceiling: the gap is elsewhere
+    best_path = max(
+        (p for p, v in f.roof.tensor_path_peaks.items() if v == best), key=len, default="the fastest path"
+    )
+    savings = max(0.0, 1.0 - achieved / (best * th.HEALTHY_FRACTION_OF_PEAK))
+    tf = round(achieved / 1e12, 1)
+    ev = [
+        Evidence(
+            name=f"tensor FLOP/s on the {path} path",
+            value=tf,
+            unit="TFLOP/s",
+            reference=f"{round(100 * used, 1):g}% of that path's ceiling ({used_peak / 1e12:.0f} TFLOP/s)",
+            reference_value=round(used_peak / 1e12, 1),
+            metric=f"{_path_metric(path)}.sum.per_second",
+        ),
+        Evidence(
+            name="fastest tensor path for the same inputs",
+            value=round(best / 1e12, 1),
+            unit="TFLOP/s",
+            reference=f"{best_path}: the roof of this GPU for the kernel's data type",
+            metric=f"{_path_metric(best_path)}.sum.peak_sustained_elapsed.per_second",
+        ),
+    ]
+    exp = [
+        Expectation(
+            metric="derived:tensor_utilization",
+            direction=Direction.UP,
+            target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
+            unit="%",
+            value_now=metric_value(f.k, "derived:tensor_utilization"),
+            label="tensor FLOP/s as % of the fastest path's peak",
+        )
+    ]
+    t = _time_expectation(f, savings, fix_unit="tensor")
+    if t:
+        exp.append(t)
+    return _Mech(
+        bottleneck=B.TENSOR_CORE_BOUND,
+        savings=savings,
+        headline=(
+            f"Tensor cores at the ceiling of a slower path: {tf:g} TFLOP/s on {path} is {round(100 * used, 1):g}% of "
+            f"that path's peak but {_pc(achieved / best)}% of the {best / 1e12:.0f} TFLOP/s that {best_path} reaches "
+            "on this GPU."
+        ),
+        evidence=ev,
+        mechanism=(
+            "The matrix instructions the kernel issues (e.g. mma.sync, SASS HMMA, on Hopper) have a lower peak than "
+            "the GPU's fastest tensor path for the same inputs (warpgroup MMA, SASS HGMMA, fed by TMA)."
+        ),
+        fix=(
+            "Use the fastest MMA the GPU has for this data type: on sm_90, warpgroup MMA (wgmma / HGMMA) with TMA "
+            "loads, through CUTLASS 3.x, cuBLAS(Lt), or Triton's Hopper matmul, instead of mma.sync/WMMA."
+        ),
+        expect=exp,
+        confidence=0.75,
+        would_raise="",
+        inflates=("tensor",),
+        waste=0.0,
+        blocks_healthy=True,
+        fix_unit="tensor",
+    )
+
+
 def _instruction_bound(f: _Facts) -> _Mech | None:
+    """The SM issues near its peak while no memory level or FP pipe is busy: the instructions are overhead.
+
+    Only when non-FP instructions dominate issue: a kernel whose executed instructions are mostly FMAs (a cuBLAS
+    SGEMM issues ~80% FFMA) spends its issue slots on the math it must do; that is compute-bound, not overhead.
+    """
     issue = f.util.get("issue")
     if issue is None or issue < th.LATENCY_BOUND_FRACTION:
         return None
-    useful = max((f.util[u] for u in USEFUL_UNITS if u in f.util), default=0.0)
+    fp = f.fp_share()
+    if fp is not None and fp >= th.FP_HEAVY_SHARE:
+        return None
+    useful_unit = max((u for u in USEFUL_UNITS if u in f.util), key=lambda u: f.util[u], default=None)
+    useful = f.util[useful_unit] if useful_unit else 0.0
     if useful >= issue * 0.9:
         return None
     savings = max(0.0, 1.0 - useful / issue) if issue > 0 else 0.0
@@ -1478,16 +2337,30 @@ def _instruction_bound(f: _Facts) -> _Mech | None:
             value=round(100 * issue, 1),
             unit="% of peak",
             reference="the busiest unit",
-            metric="sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            metric=COMPUTE_SOL,
         ),
         Evidence(
-            name="busiest useful unit (memory or FP/tensor pipes)",
+            name=f"busiest useful unit: {UNIT_WORDS[useful_unit]}" if useful_unit else "busiest useful unit",
             value=round(100 * useful, 1),
             unit="% of peak",
-            reference="what the instructions achieve",
-            metric="SpeedOfLight / roofline",
+            reference="what the instructions achieve (memory levels, FP and tensor pipes)",
+            metric=_unit_metric(f, useful_unit) if useful_unit else COMPUTE_SOL,
         ),
     ]
+    fp_share = f.fp_share()
+    if fp_share is not None:
+        ev.append(
+            Evidence(
+                name="FP arithmetic share of the SASS listing"
+                if not f.sass.empty and not f.sass.weighted
+                else "FP arithmetic share of executed instructions",
+                value=round(100 * fp_share, 1),
+                unit="%",
+                reference=f"below {100 * th.FP_HEAVY_SHARE:.0f}%: most issue slots carry no math",
+                reference_value=round(100 * th.FP_HEAVY_SHARE, 1),
+                metric="sass:fp_arith_share" if not f.sass.empty else "derived:fp_inst_share",
+            )
+        )
     executed = f.v("smsp__inst_executed.sum")
     exp = [
         Expectation(
@@ -1506,8 +2379,8 @@ def _instruction_bound(f: _Facts) -> _Mech | None:
         bottleneck=B.INSTRUCTION_BOUND,
         savings=savings,
         headline=(
-            f"Instruction bound: the SM issues at {100 * issue:.0f}% of its peak while the memory and FP pipes reach "
-            f"only {100 * useful:.0f}%: most instructions are overhead (index math, conversions, special functions)."
+            f"Instruction bound: the SM issues at {_pc(issue)}% of its peak while the memory and FP pipes reach "
+            f"only {_pc(useful)}%: most instructions are overhead (index math, conversions, special functions)."
         ),
         evidence=ev,
         mechanism="The SM spends its issue slots on instructions that neither move data nor compute the result.",
@@ -1524,6 +2397,8 @@ def _instruction_bound(f: _Facts) -> _Mech | None:
 
 
 MECHANISMS: tuple[Callable[[_Facts], _Mech | None], ...] = (
+    _operand_reload,
+    _l2_rereads,
     _uncoalesced,
     _bank_conflicts,
     _local_memory,
@@ -1532,6 +2407,7 @@ MECHANISMS: tuple[Callable[[_Facts], _Mech | None], ...] = (
     _grid,
     _occupancy,
     _no_tensor_cores,
+    _slow_tensor_path,
     _instruction_bound,
 )
 
@@ -1581,7 +2457,7 @@ def _inconclusive_no_sol(f: _Facts) -> Diagnosis:
                 value=round(f.roof.flops["fp32"] / 1e12, 3),
                 unit="TFLOP/s",
                 reference="no peak in the report to compare with",
-                metric="sm__sass_thread_inst_executed_op_{fadd,fmul,ffma}_pred_on.sum / duration",
+                metric="derived:fp32_tflops",
             )
         )
     if f.roof.bytes_per_s.get("dram") is not None:
@@ -1591,7 +2467,7 @@ def _inconclusive_no_sol(f: _Facts) -> Diagnosis:
                 value=round(f.roof.bytes_per_s["dram"] / 1e9, 1),
                 unit="GB/s",
                 reference="no peak in the report to compare with",
-                metric="dram__bytes.sum / duration",
+                metric=_bandwidth_metric(f, "dram"),
             )
         )
     return Diagnosis(
@@ -1622,7 +2498,12 @@ def _inconclusive_no_sol(f: _Facts) -> Diagnosis:
     )
 
 
-def _healthy(f: _Facts, unit: str, util: float, stated_threshold: float) -> Diagnosis:
+def _healthy(
+    f: _Facts, unit: str, util: float, stated_threshold: float, advice: Sequence[_Mech] = ()
+) -> Diagnosis:
+    """The limiting unit does the work the algorithm needs at >= the healthy fraction of its elapsed-cycle peak,
+    with a grid that fills the GPU: to go faster, do less work. ``advice``: mechanisms that change the work
+    itself (matrix work that could move to the tensor cores) become findings."""
     k = f.k
     bott = RESOURCE_OF_UNIT[unit]
     if unit == "l2" and f.l2_carries_dram_traffic():
@@ -1632,9 +2513,10 @@ def _healthy(f: _Facts, unit: str, util: float, stated_threshold: float) -> Diag
             name=f"{UNIT_WORDS[unit]} used",
             value=round(100 * util, 1),
             unit="% of peak",
-            reference=f">= {100 * stated_threshold:.0f}% of peak counts as at the roof (ncu: > 80% is high throughput)",
+            reference=f">= {100 * stated_threshold:.0f}% of peak over the kernel's elapsed cycles counts as at the "
+            "roof (ncu: > 80% is high throughput)",
             reference_value=round(100 * stated_threshold, 1),
-            metric=_unit_metric(unit),
+            metric=_unit_metric(f, unit),
         )
     ]
     if unit in MEMORY_UNITS and f.roof.bytes_per_s.get(unit) and f.roof.peak_bytes_per_s.get(unit):
@@ -1645,40 +2527,53 @@ def _healthy(f: _Facts, unit: str, util: float, stated_threshold: float) -> Diag
                 unit="GB/s",
                 reference=f"peak {f.roof.peak_bytes_per_s[unit] / 1e9:.0f} GB/s (from the report)",
                 reference_value=round(f.roof.peak_bytes_per_s[unit] / 1e9, 0),
-                metric=f"{unit} bytes/s (roofline)",
+                metric=_bandwidth_metric(f, unit),
             )
         )
-    elif unit in ("tensor", "fp32", "fp64"):
-        prec = unit
-        if f.roof.flops.get(prec) and f.roof.peak_flops.get(prec):
-            ev.append(
-                Evidence(
-                    name=f"achieved {prec} throughput",
-                    value=round(f.roof.flops[prec] / 1e12, 1),
-                    unit="TFLOP/s",
-                    reference=f"peak {f.roof.peak_flops[prec] / 1e12:.0f} TFLOP/s (from the report)",
-                    reference_value=round(f.roof.peak_flops[prec] / 1e12, 1),
-                    metric="roofline",
-                )
+    elif unit == "fp32" and f.roof.flops.get("fp32") and f.roof.peak_flops.get("fp32"):
+        ev.append(
+            Evidence(
+                name="achieved FP32 throughput",
+                value=round(f.roof.flops["fp32"] / 1e12, 1),
+                unit="TFLOP/s",
+                reference=f"peak {f.roof.peak_flops['fp32'] / 1e12:.0f} TFLOP/s (from the report)",
+                reference_value=round(f.roof.peak_flops["fp32"] / 1e12, 1),
+                metric="derived:fp32_tflops",
             )
+        )
     d = f.duration_evidence()
     if d:
         ev.append(d)
-    work_metric, work_words = {
-        "dram": ("dram__bytes.sum", "DRAM bytes moved"),
-        "l2": ("lts__t_bytes.sum", "L2 bytes moved"),
-        "l1": ("l1tex__t_bytes.sum", "L1 bytes moved"),
-    }.get(unit, (DURATION, f"kernel duration ({UNDER_NCU})"))
-    now = f.v(work_metric)
-    expect = [
-        Expectation(
-            metric=work_metric,
-            direction=Direction.DOWN,
-            value_now=now,
-            unit="byte" if unit in MEMORY_UNITS else "ns",
-            label=work_words,
-        )
-    ]
+    if unit == "dram":
+        expect = [
+            Expectation(
+                metric="derived:dram_bytes",
+                direction=Direction.DOWN,
+                value_now=dram_bytes(k),
+                unit="byte",
+                label="DRAM bytes moved",
+            )
+        ]
+    elif unit == "l2" and f.v("lts__t_sectors.sum") is not None:
+        expect = [
+            Expectation(
+                metric="lts__t_sectors.sum",
+                direction=Direction.DOWN,
+                value_now=f.v("lts__t_sectors.sum"),
+                unit="sector",
+                label="L2 sectors accessed",
+            )
+        ]
+    else:
+        expect = [
+            Expectation(
+                metric=DURATION,
+                direction=Direction.DOWN,
+                value_now=f.v(DURATION),
+                unit="ns",
+                label=f"kernel duration ({UNDER_NCU}), once less work is done",
+            )
+        ]
     fix = {
         "dram": "Move fewer bytes: fuse this kernel with its producer or consumer, use narrower types (bf16/fp8, int8 indices), "
         "or skip work that is not needed; the kernel itself is already at the DRAM roof.",
@@ -1686,31 +2581,54 @@ def _healthy(f: _Facts, unit: str, util: float, stated_threshold: float) -> Diag
         "l1": "Issue fewer L1/shared accesses per result (register tiling, wider accesses) or do less work; the pipe is at its peak.",
         "tensor": "Do fewer FLOPs: skip or batch work, lower precision (FP8 with scaling) where accuracy allows, or fuse "
         "the epilogue; the tensor cores are already at their roof.",
-        "fp32": "Do fewer FLOPs or move matrix-like work to the tensor cores; the FP32 pipes are at their roof.",
+        "fp32": "Do fewer FLOPs; the FP32 pipes are at their roof."
+        + (
+            " Matrix work could move to the tensor cores (TF32 or BF16 inputs) if the precision allows."
+            if advice
+            else ""
+        ),
         "fp64": "Do fewer FP64 FLOPs (mixed precision where accuracy allows); the FP64 pipes are at their roof.",
+        "xu": "Evaluate fewer special functions: hoist them out of loops, use identities (one sincos instead of sin "
+        "and cos, exp2 with a folded scale), or polynomial approximations on the FMA pipe where accuracy allows; "
+        "the special-function pipe is at its roof.",
     }.get(unit, "Do less work.")
-    conf = 0.85
-    would = "a timeline capture to confirm the kernel's share of the step"
     return Diagnosis(
         subject=_subject(k),
         bottleneck=bott,
         verdict=Verdict.HEALTHY,
         headline=(
-            f"Healthy: {UNIT_WORDS[unit]} at {100 * util:.0f}% of peak, at its roofline "
+            f"Healthy: {UNIT_WORDS[unit]} at {_pc(util)}% of peak, at its roofline "
             f"(>= {100 * stated_threshold:.0f}%); to go faster, do less work."
         ),
         evidence=tuple(ev[:3]),
         mechanism=(
-            f"The kernel keeps its limiting unit ({UNIT_WORDS[unit]}) busy with useful work; no mechanism (coalescing, "
-            "bank conflicts, spills, divergence, grid size) explains a gap, so other counters (occupancy, registers, "
-            "conflicts) are not problems here."
+            f"The kernel keeps its limiting unit ({UNIT_WORDS[unit]}) busy with useful work over its whole run, on a "
+            "grid that fills the GPU; no mechanism (coalescing, bank conflicts, spills, divergence, grid size) "
+            "explains a gap, so other counters (occupancy, registers, conflicts) are not problems here."
         ),
         fix=fix,
         expect=tuple(expect),
-        confidence=Confidence(value=conf, would_raise=would),
+        confidence=Confidence(
+            value=0.85, would_raise="a timeline capture to confirm the kernel's share of the step"
+        ),
         next_step="Look at the timeline: the remaining lever is how often this kernel runs and how much data it gets.",
-        findings=(),
+        findings=tuple(
+            Finding(bottleneck=m.bottleneck, headline=m.headline, evidence=tuple(m.evidence[:3]), share=None)
+            for m in advice
+        ),
     )
+
+
+def _bandwidth_metric(f: _Facts, unit: str) -> str:
+    """The ``<counter>.sum.per_second`` the roofline read for a memory level (the first the report holds)."""
+    from kprof.diagnose.roofline import _BYTE_COUNTERS
+
+    for counter, _ in _BYTE_COUNTERS[unit]:
+        if f.v(f"{counter}.sum.per_second") is not None:
+            return f"{counter}.sum.per_second"
+        if f.v(f"{counter}.sum") is not None:
+            return f"{counter}.sum / {DURATION}"
+    return f"derived:{unit}_utilization"
 
 
 def _healthy_dram_stream(f: _Facts, l2: float, stated_threshold: float) -> Diagnosis:
@@ -1725,7 +2643,7 @@ def _healthy_dram_stream(f: _Facts, l2: float, stated_threshold: float) -> Diagn
             unit="% of peak",
             reference=f">= {100 * stated_threshold:.0f}% of peak counts as at the roof (ncu: > 80% is high throughput)",
             reference_value=round(100 * stated_threshold, 1),
-            metric=_unit_metric("l2"),
+            metric=_unit_metric(f, "l2"),
         ),
         Evidence(
             name="L2 read hit rate",
@@ -1740,7 +2658,7 @@ def _healthy_dram_stream(f: _Facts, l2: float, stated_threshold: float) -> Diagn
             value=round(100 * dram, 1),
             unit="% of peak",
             reference="the bytes come from DRAM; its path through L2 is what is saturated",
-            metric=_unit_metric("dram"),
+            metric=_unit_metric(f, "dram"),
         ),
     ]
     return Diagnosis(
@@ -1748,8 +2666,8 @@ def _healthy_dram_stream(f: _Facts, l2: float, stated_threshold: float) -> Diagn
         bottleneck=B.DRAM_BANDWIDTH_BOUND,
         verdict=Verdict.HEALTHY,
         headline=(
-            f"Healthy: a DRAM stream at its roof: DRAM at {100 * dram:.0f}% of peak and the L2 that carries it at "
-            f"{100 * l2:.0f}% (>= {100 * stated_threshold:.0f}%); to go faster, move fewer bytes."
+            f"Healthy: a DRAM stream at its roof: DRAM at {_pc(dram)}% of peak and the L2 that carries it at "
+            f"{_pc(l2)}% (>= {100 * stated_threshold:.0f}%); to go faster, move fewer bytes."
         ),
         evidence=tuple(ev),
         mechanism=(
@@ -1762,9 +2680,9 @@ def _healthy_dram_stream(f: _Facts, l2: float, stated_threshold: float) -> Diagn
         ),
         expect=(
             Expectation(
-                metric="dram__bytes.sum",
+                metric="derived:dram_bytes",
                 direction=Direction.DOWN,
-                value_now=f.v("dram__bytes.sum"),
+                value_now=dram_bytes(k),
                 unit="byte",
                 label="DRAM bytes moved",
             ),
@@ -1776,16 +2694,18 @@ def _healthy_dram_stream(f: _Facts, l2: float, stated_threshold: float) -> Diagn
     )
 
 
-def _unit_metric(unit: str) -> str:
-    return {
-        "dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-        "l2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-        "l1": "l1tex__throughput.avg.pct_of_peak_sustained_active",
-        "tensor": "sm__pipe_tensor_*_cycles_active (tensor pipe)",
-        "fp32": "FP32 FLOP/s / peak (roofline)",
-        "fp64": "FP64 FLOP/s / peak (roofline)",
-        "issue": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    }[unit]
+def _unit_metric(f: _Facts, unit: str) -> str:
+    """The metric a unit's utilisation was read from (the one the report holds), or its documented derived name."""
+    if unit in MEMORY_UNITS:
+        hit = _first(f.k, SOL_LEVEL_METRICS[unit])
+        if hit is not None:
+            return hit[0]
+        return f"derived:{unit}_utilization" if unit == "l1" else SOL_LEVEL_METRICS[unit][0]
+    if unit == "issue":
+        return COMPUTE_SOL
+    if unit == "xu" and f.v(XU_PIPE_METRICS[0]) is not None:
+        return XU_PIPE_METRICS[0]
+    return f"derived:{unit}_utilization"
 
 
 # ncu rule identifiers -> the vocabulary, for quoting ncu's own hints when kprof cannot check them itself.
@@ -1835,7 +2755,57 @@ def _ncu_rule_hints(k: KernelLaunch) -> tuple[Finding, ...]:
     return tuple(out[:3])
 
 
-def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagnosis:
+def _why_not_healthy(f: _Facts, unit: str, found: Sequence[_Mech]) -> str:
+    """Why a unit at >= the healthy fraction is not called healthy (one clause)."""
+    if not f.fills_gpu():
+        blocks, sms = f.k.blocks, f.sm_count
+        grid = f" ({blocks} blocks for {sms} SMs)" if blocks is not None and sms else ""
+        return f"the grid does not fill the GPU{grid}"
+    wrong = next((m for m in found if m.blocks_healthy), None)
+    if wrong is not None:
+        return (
+            "its work is not the work the algorithm needs: "
+            + wrong.headline[:1].lower()
+            + wrong.headline[1:].rstrip(".")
+        )
+    waste = max((m.waste for m in found if unit in m.inflates), default=0.0)
+    if waste > 0:
+        return f"{_pc(waste)}% of its traffic is waste, so its useful work is below the roof"
+    if unit in MEMORY_UNITS and "memory" in f.missing:
+        return "whether its traffic is useful (coalesced, conflict-free) cannot be told without the memory tables"
+    return "its useful share is below the roof"
+
+
+def _dependent_words(f: _Facts) -> tuple[Evidence, str, str] | None:
+    """Evidence, mechanism and fix when most global loads are data-dependent (pointer chase, gather, probe)."""
+    share = _dependent_excess_share(f)
+    if share is None or share < th.DEPENDENT_LOAD_SHARE or f.flow.dependent_global_loads <= 0:
+        return None
+    loads = f.flow.dependent_load_share
+    ev = Evidence(
+        name="global loads whose address comes from loaded data",
+        value=round(100 * loads, 1),
+        unit="%",
+        reference="a pointer chase, a gather through an index array or a hash probe: the data decides the addresses",
+        metric="sass:dependent_load_share",
+    )
+    mechanism = (
+        f"{_pc(loads)}% of the executed global loads take their address from a value loaded before them, so each "
+        "lane touches its own sector by nature and each load waits for the one it depends on: too few loads are "
+        "in flight to cover the memory latency. Making consecutive threads read consecutive addresses is not "
+        "possible here; the data decides the addresses."
+    )
+    fix = (
+        "Keep more independent loads in flight: more resident warps (occupancy), several independent lookups per "
+        "thread interleaved (ILP), prefetch the next index or node before using the current one, or reorder/sort "
+        "the data (and the queries) so that neighbouring lanes touch neighbouring addresses."
+    )
+    return ev, mechanism, fix
+
+
+def _resource_diagnosis(
+    f: _Facts, mechs: list[_Mech], needs: set[str], found: Sequence[_Mech] = ()
+) -> Diagnosis:
     """No mechanism explains the gap: the resource (or latency) is the answer, with the stalls as the explanation."""
     k = f.k
     unit, util = f.limiter()
@@ -1843,34 +2813,42 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
         max(f.util.get("issue", 0.0), f.mem_max()[1], *(f.util.get(u, 0.0) for u in USEFUL_UNITS))
         < th.LATENCY_BOUND_FRACTION
     )
+    at_roof = util >= th.HEALTHY_FRACTION_OF_PEAK
     stalls = stall_reasons(k)
     top = next(iter(stalls), None)
+    dependent = _dependent_words(f) if (latency or unit in MEMORY_UNITS) else None
+    if dependent is not None and not latency:
+        # The memory level is busy with the sectors of data-dependent loads (a chase, gather or probe: one
+        # sector per lane by nature). Its *useful* work is what counts: below the roof, the kernel waits on
+        # loads it cannot issue before the previous one returns; that is latency, whatever the raw utilisation.
+        waste = max((m.waste for m in found if unit in m.inflates), default=0.0)
+        if util * (1.0 - waste) < th.HEALTHY_FRACTION_OF_PEAK:
+            latency = True
+    why = _why_not_healthy(f, unit, found) if at_roof and not latency else ""
     ev: list[Evidence] = [
         Evidence(
             name=f"busiest unit: {UNIT_WORDS[unit]}",
             value=round(100 * util, 1),
             unit="% of peak",
             reference=(
-                f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}% everywhere: latency bound (ncu's SOL rule)"
+                "busy with the scattered sectors of data-dependent loads, not with work it streams"
+                if latency and dependent is not None
+                else f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}% everywhere: latency bound (ncu's SOL rule)"
                 if latency
+                else f"at or above the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof, but {why}"
+                if at_roof
                 else f"below the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% that counts as at the roof"
             ),
             reference_value=round(
                 100 * (th.LATENCY_BOUND_FRACTION if latency else th.HEALTHY_FRACTION_OF_PEAK), 1
             ),
-            metric=_unit_metric(unit),
+            metric=_unit_metric(f, unit),
         )
     ]
+    if dependent is not None:
+        ev.append(dependent[0])
     if top:
-        ev.append(
-            Evidence(
-                name=f"top warp stall: {top}",
-                value=round(stalls[top], 2),
-                unit="cycles/issued instruction",
-                reference=STALL_WORDS.get(top, (top, ""))[0],
-                metric=f"smsp__average_warps_issue_stalled_{top}_per_issue_active.ratio",
-            )
-        )
+        ev.append(_stall_evidence(k, top, stalls[top], STALL_WORDS.get(top, (top, ""))[0]))
     d = f.duration_evidence()
     if d:
         ev.append(d)
@@ -1880,8 +2858,13 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
     )
     if latency:
         bott = B.LATENCY_BOUND
-        headline = f"Latency bound: no unit is above {100 * util:.0f}% of its peak" + (
-            f"; warps mostly stall {STALL_WORDS.get(top, (top, ''))[0]}." if top else "."
+        headline = (
+            f"Latency bound by data-dependent loads: the global loads' addresses come from loaded data (a chase, "
+            f"gather or probe), so few loads are in flight; {UNIT_WORDS[unit]} at {_pc(util)}% of peak carries "
+            "their scattered sectors."
+            if dependent is not None
+            else f"Latency bound: no unit is above {_pc(util)}% of its peak"
+            + (f"; warps mostly stall {STALL_WORDS.get(top, (top, ''))[0]}." if top else ".")
         )
         mechanism = (
             "Too little independent work is in flight to keep any unit busy; each warp waits on the "
@@ -1892,6 +2875,8 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
             if top in STALL_WORDS
             else "Keep more independent work in flight: more resident warps, unrolled independent loads, async copies."
         )
+        if dependent is not None:
+            mechanism, fix = dependent[1], dependent[2]
         issue_hit = _first(k, ISSUE_ACTIVE)
         expect = [
             Expectation(
@@ -1906,32 +2891,43 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
     else:
         bott = RESOURCE_OF_UNIT[unit]
         headline = (
-            f"{_cap(UNIT_WORDS[unit])} bound at {100 * util:.0f}% of peak, short of the "
+            f"{_cap(UNIT_WORDS[unit])} at {_pc(util)}% of peak, but {why}."
+            if at_roof
+            else f"{_cap(UNIT_WORDS[unit])} bound at {_pc(util)}% of peak, short of the "
             f"{100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% that counts as at the roof."
         )
         mechanism = (
             f"{_cap(UNIT_WORDS[unit])} is the busiest unit, but it does not reach its peak and no "
             "single mechanism measured here explains the difference."
+            if not at_roof
+            else f"{_cap(UNIT_WORDS[unit])} is at its roof over the kernel's elapsed time, but {why}."
         )
         fix = {
             "dram": "Move fewer bytes (fusion, narrower types) and keep more loads in flight (128-bit loads, unrolling).",
             "l2": "Improve reuse in shared memory/registers so fewer requests reach L2.",
             "l1": "Use wider shared/global accesses and register tiling so fewer L1 wavefronts are needed.",
             "tensor": "Feed the tensor cores better: larger tiles, deeper async pipelines (TMA/cp.async), fewer epilogue stalls.",
-            "fp32": "Raise FMA density: fewer non-FMA instructions per FLOP; consider tensor cores for matrix work.",
+            "fp32": "Raise FMA density: fewer non-FMA instructions per FLOP.",
             "fp64": "Raise FP64 FMA density (DFMA instead of DMUL+DADD).",
+            "xu": "Evaluate fewer special functions per result, or move some to polynomial approximations on the FMA pipe.",
             "issue": "Execute fewer instructions per result.",
         }[unit]
+        if at_roof and not f.fills_gpu():
+            fix = (
+                "Give every SM work: launch at least one block per SM (split the work finer, split-K, or a "
+                "grid-stride loop sized from the SM count). " + fix
+            )
+        if dependent is not None:
+            mechanism, fix = dependent[1], dependent[2]
+        as_pct = unit in MEMORY_UNITS or unit == "issue"
         expect = [
             Expectation(
-                metric=_unit_metric(unit) if unit in MEMORY_UNITS or unit == "issue" else DURATION,
-                direction=Direction.UP if unit in MEMORY_UNITS or unit == "issue" else Direction.DOWN,
-                target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1)
-                if unit in MEMORY_UNITS or unit == "issue"
-                else None,
-                unit="%" if unit in MEMORY_UNITS or unit == "issue" else "ns",
-                value_now=round(100 * util, 1) if unit in MEMORY_UNITS or unit == "issue" else f.v(DURATION),
-                label=f"{UNIT_WORDS[unit]} used",
+                metric=_unit_metric(f, unit) if as_pct else DURATION,
+                direction=Direction.UP if as_pct and not at_roof else Direction.DOWN,
+                target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1) if as_pct and not at_roof else None,
+                unit="%" if as_pct else "ns",
+                value_now=round(100 * util, 1) if as_pct else f.v(DURATION),
+                label=f"{UNIT_WORDS[unit]} used" if as_pct else f"kernel duration ({UNDER_NCU})",
             )
         ]
     gap = max(1e-9, 1.0 - util)
@@ -1947,18 +2943,18 @@ def _resource_diagnosis(f: _Facts, mechs: list[_Mech], needs: set[str]) -> Diagn
     conf = 0.55 if top else 0.4
     if inconclusive:
         if latency:
-            why = "the stall reasons that would say what it waits on were not collected"
-        elif util >= th.HEALTHY_FRACTION_OF_PEAK:
-            why = (
+            why_missing = "the stall reasons that would say what it waits on were not collected"
+        elif at_roof:
+            why_missing = (
                 "whether that traffic is useful (coalesced, conflict-free) or waste cannot be told: "
                 "the memory tables were not collected"
             )
         else:
-            why = "the sections that would tell why were not collected"
+            why_missing = "the sections that would tell why were not collected"
         head = (
-            f"{_cap(UNIT_WORDS[unit])} at {100 * util:.0f}% of peak; {why}."
+            f"{_cap(UNIT_WORDS[unit])} at {_pc(util)}% of peak; {why_missing}."
             if not latency
-            else f"Latency bound (no unit above {100 * util:.0f}% of peak); {why}."
+            else f"Latency bound (no unit above {_pc(util)}% of peak); {why_missing}."
         )
         return Diagnosis(
             subject=_subject(k),
@@ -2031,10 +3027,9 @@ def diagnose_launch(
     f = _facts(k, duration_ns if duration_ns is not None else k.value(DURATION), label)
     f.source_format = source_format
     f.cooperative = cooperative
-    if "sol" in f.missing:
-        return _inconclusive_no_sol(f)
-
     found = [m for m in (rule(f) for rule in MECHANISMS) if m is not None]
+    if "sol" in f.missing:
+        return _partial_report(f, found)
     # Useful work per unit: a unit's utilisation less the share of it that a mechanism shows to be waste
     # (sectors nobody asked for, replayed wavefronts, masked lanes). The kernel cannot finish faster than
     # its most loaded useful unit allows, so no mechanism can win more than the remaining gap.
@@ -2046,59 +3041,135 @@ def diagnose_launch(
     u_roof = max(useful.values(), default=0.0)
     wrong_roof = any(m.blocks_healthy for m in found)
     at_roof = [u for u in UNIT_PRIORITY if useful.get(u, 0.0) >= th.HEALTHY_FRACTION_OF_PEAK]
-    if at_roof and not wrong_roof:
+    if at_roof and not wrong_roof and f.fills_gpu():
         unit = at_roof[0]
-        if not (unit in MEMORY_UNITS and "memory" in f.missing):
-            return _healthy(f, unit, f.util[unit], th.HEALTHY_FRACTION_OF_PEAK)
+        if not (unit in MEMORY_UNITS and "memory" in f.missing and not _traffic_is_required(f, unit)):
+            advice = [m for m in found if m.bottleneck is B.NO_TENSOR_CORES]
+            return _healthy(f, unit, f.util[unit], th.HEALTHY_FRACTION_OF_PEAK, advice)
     # The time a fix can win is bounded by the work that stays: the busiest unit's useful share, and
-    # the instruction issue that remains once the waste is gone (the kernel still executes its instructions).
+    # the instruction issue that remains once the waste is gone (the kernel still executes its instructions),
+    # and by the physical floor of the work (kernel_floor_ns) on the unit the fix uses.
     floor = u_roof
     if "issue" in f.util:
         issue_waste = max((m.waste for m in found if "issue" in m.inflates), default=0.0)
         floor = max(floor, f.util["issue"] * (1.0 - issue_waste))
     gap = max(1e-9, 1.0 - floor)
     for m in found:
-        if not m.blocks_healthy and m.savings > gap:
-            m.savings = gap
-            t = _time_expectation(f, m.savings)
-            m.expect = [t if e.metric == DURATION and t is not None else e for e in m.expect]
+        _bound_savings(f, m, None if m.blocks_healthy else gap)
     mechs = sorted((m for m in found if m.savings >= th.MIN_MECHANISM_SAVINGS), key=lambda m: -m.savings)
     unit, util = f.limiter()
     needs = {"memory"} if unit in MEMORY_UNITS else {"instructions"} if unit == "issue" else set()
 
     if mechs and mechs[0].savings >= th.MIN_PRIMARY_SAVINGS:
-        top = mechs[0]
-        gap = max(top.savings, gap)
-        ev = list(top.evidence[:3])
-        d = f.duration_evidence()
-        if d and len(ev) < 3:
-            ev.append(d)
-        missing = _missing_command(f, {"source"} if f.sass.empty else set())
-        return Diagnosis(
-            subject=_subject(k),
-            bottleneck=top.bottleneck,
-            verdict=Verdict.FIX,
-            headline=top.headline,
-            evidence=tuple(ev),
-            mechanism=top.mechanism,
-            fix=top.fix,
-            expect=tuple(top.expect),
-            confidence=Confidence(
-                value=top.confidence, would_raise=top.would_raise or "a before/after pair (kprof compare)"
-            ),
-            next_step=_after_command(k, f.cooperative)
-            + (f" For line-level detail: `{missing}`" if missing else ""),
-            findings=tuple(
-                Finding(
-                    bottleneck=m.bottleneck,
-                    headline=m.headline,
-                    evidence=tuple(m.evidence[:3]),
-                    share=round(min(1.0, m.savings / gap), 3),
-                )
-                for m in mechs[1:]
-            ),
+        return _mechanism_diagnosis(f, mechs, gap)
+    return _resource_diagnosis(
+        f, mechs, needs | ({"stalls"} if util < th.LATENCY_BOUND_FRACTION else set()), found
+    )
+
+
+def _bound_savings(f: _Facts, m: _Mech, gap: float | None) -> None:
+    """Clamp a mechanism's saving to the gap it can close and to the physical floor, and restate its duration."""
+    d = f.v(DURATION)
+    s = m.savings if gap is None else min(m.savings, gap)
+    floor = kernel_floor_ns(f.k, m.fix_unit) if d else None
+    if d and floor is not None:
+        s = min(s, max(0.0, 1.0 - floor / d))
+    if s != m.savings:
+        m.savings = s
+        t = _time_expectation(f, s, m.fix_unit)
+        m.expect = [t if e.metric == DURATION and t is not None else e for e in m.expect]
+
+
+def _mechanism_diagnosis(f: _Facts, mechs: list[_Mech], gap: float) -> Diagnosis:
+    k = f.k
+    top = mechs[0]
+    gap = max(top.savings, gap)
+    ev = list(top.evidence[:3])
+    d = f.duration_evidence()
+    if d and len(ev) < 3:
+        ev.append(d)
+    missing = _missing_command(f, {"source"} if f.sass.empty else set())
+    return Diagnosis(
+        subject=_subject(k),
+        bottleneck=top.bottleneck,
+        verdict=Verdict.FIX,
+        headline=top.headline,
+        evidence=tuple(ev),
+        mechanism=top.mechanism,
+        fix=top.fix,
+        expect=tuple(top.expect),
+        confidence=Confidence(
+            value=top.confidence, would_raise=top.would_raise or "a before/after pair (kprof compare)"
+        ),
+        next_step=_after_command(k, f.cooperative)
+        + (f" For line-level detail: `{missing}`" if missing else ""),
+        findings=tuple(
+            Finding(
+                bottleneck=m.bottleneck,
+                headline=m.headline,
+                evidence=tuple(m.evidence[:3]),
+                share=round(min(1.0, m.savings / gap), 3),
+            )
+            for m in mechs[1:]
+        ),
+    )
+
+
+def _traffic_is_required(f: _Facts, unit: str) -> bool:
+    """Without the memory tables: whether ncu's per-instruction ideal sectors show the global traffic as the
+    traffic the instructions asked for (no excess), so a DRAM roof is the work's own."""
+    return unit == "dram" and (metric_value(f.k, "derived:global_excess_sector_share") or 1.0) < (
+        1.0 - 1.0 / th.COALESCING_TOLERANCE
+    )
+
+
+def _partial_report(f: _Facts, found: list[_Mech]) -> Diagnosis:
+    """No SpeedOfLight (``--set basic`` without it, ``--section`` lists, custom ``--metrics``): diagnose from the
+    mechanisms the report's counters establish on their own (coalescing, bank conflicts, local memory, grid
+    size, divergence), at lower confidence and naming the missing section; inconclusive when none does.
+
+    Without utilisations a mechanism's saving cannot be scaled to the limiter: its waste share is an upper bound,
+    and it is said so."""
+    usable = [
+        m for m in found if m.savings >= th.MIN_PRIMARY_SAVINGS and m.bottleneck is not B.NO_TENSOR_CORES
+    ]
+    if not usable:
+        return _inconclusive_no_sol(f)
+    usable.sort(key=lambda m: -m.savings)
+    for m in usable:
+        _bound_savings(f, m, None)
+    top = usable[0]
+    k = f.k
+    ev = list(top.evidence[:2])
+    ev.append(
+        Evidence(
+            name="compute and memory throughput (SpeedOfLight)",
+            value=None,
+            unit="% of peak",
+            reference="missing from the report: how much of the kernel's time this waste costs is an upper bound",
+            metric=f"{COMPUTE_SOL}, {MEMORY_SOL}",
         )
-    return _resource_diagnosis(f, mechs, needs | ({"stalls"} if util < th.LATENCY_BOUND_FRACTION else set()))
+    )
+    return Diagnosis(
+        subject=_subject(k),
+        bottleneck=top.bottleneck,
+        verdict=Verdict.FIX,
+        headline=top.headline.rstrip(".")
+        + " (the report has no SpeedOfLight section: the cost is an upper bound).",
+        evidence=tuple(ev),
+        mechanism=top.mechanism,
+        fix=top.fix,
+        expect=tuple(top.expect),
+        confidence=Confidence(
+            value=min(0.5, top.confidence - 0.25),
+            would_raise="the SpeedOfLight section, to weigh the waste against the unit that limits the kernel",
+        ),
+        next_step=f"Collect the missing section: `{_ncu_command(k, '--section SpeedOfLight', cooperative=f.cooperative)}`",
+        findings=tuple(
+            Finding(bottleneck=m.bottleneck, headline=m.headline, evidence=tuple(m.evidence[:3]), share=None)
+            for m in usable[1:]
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------------ timeline

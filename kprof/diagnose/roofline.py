@@ -59,33 +59,78 @@ SOL_LEVEL_METRICS: dict[str, tuple[str, ...]] = {
         "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     ),
     "l2": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
-    "l1": (
-        "l1tex__throughput.avg.pct_of_peak_sustained_active",
-        "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
-    ),
+    "l1": ("l1tex__throughput.avg.pct_of_peak_sustained_elapsed",),
 }
+SOL_LEVEL_ACTIVE_METRICS: dict[str, tuple[str, ...]] = {
+    "l1": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
+}
+"""Per-SM units measured on the SMs' *active* cycles only (ncu 2023's SpeedOfLight shows L1 this way): scaled by
+the SMs' busy fraction to put them on elapsed time, the only basis on which "at the roof" means anything."""
 COMPUTE_SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 MEMORY_SOL = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 
-# Tensor pipe utilisation, any of which stands in for a tensor roofline (percent of peak).
+# Pipe utilisations (percent of peak). Each pipe is judged on *elapsed* cycles: a pipe busy 90% of the cycles
+# its SM was active, on an 8-block grid that keeps 8 of 132 SMs active, is 5.5% busy over the kernel's time.
+# The ``_elapsed`` form is read when the report has it; otherwise the ``_active`` form times the SMs' busy
+# fraction (sm__cycles_active.avg / elapsed cycles), which is the same quantity for an ``.avg`` metric.
 TENSOR_PIPE_METRICS = (
-    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active",
-    "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_elapsed",
 )
-FMA_PIPE_METRICS = (
-    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
-)
-FP64_PIPE_METRICS = (
-    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
-)
+FMA_PIPE_METRICS = ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",)
+FP64_PIPE_METRICS = ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",)
+XU_PIPE_METRICS = ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",)
+"""The transcendental and data-conversion unit (MUFU: sin, cos, exp2, log2, rcp, rsqrt; F2F/F2I/I2F)."""
+SM_ACTIVE_CYCLES = "sm__cycles_active.avg"
+SM_ELAPSED_CYCLES = ("sm__cycles_elapsed.avg", "gpc__cycles_elapsed.max")
+SM_CLOCKS = ("sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second")
+
+
+def _active_form(name: str) -> str:
+    return name.replace("pct_of_peak_sustained_elapsed", "pct_of_peak_sustained_active")
+
+
+def sm_active_fraction(k: KernelLaunch) -> float | None:
+    """Fraction of the kernel's elapsed cycles the SMs were busy, on average (``sm__cycles_active.avg`` over
+    the elapsed cycles: ``sm__cycles_elapsed.avg``, ``gpc__cycles_elapsed.max``, or the duration times the SM
+    clock when a basic-set report has neither). None when the report lacks the numbers.
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import KernelLaunch, Metric
+    >>> sm_active_fraction(KernelLaunch(id=0, name="k", metrics={"sm__cycles_active.avg": Metric(60.0),
+    ...                                                     "sm__cycles_elapsed.avg": Metric(1000.0)}))
+    0.06
+    """
+    active = k.value(SM_ACTIVE_CYCLES)
+    if active is None:
+        return None
+    elapsed = _first(k, SM_ELAPSED_CYCLES)
+    if elapsed is None:
+        clock, duration = _first(k, SM_CLOCKS), k.value(DURATION)
+        elapsed = clock * duration * 1e-9 if clock and duration else None
+    if not elapsed or elapsed <= 0:
+        return None
+    return min(1.0, active / elapsed)
+
+
+def _elapsed_pct(k: KernelLaunch, names: tuple[str, ...], busy: float | None) -> float | None:
+    """The first of ``names`` (``_elapsed`` forms) present, else its ``_active`` form scaled by ``busy``."""
+    v = _first(k, names)
+    if v is not None:
+        return v
+    if busy is None:
+        return None
+    for n in names:
+        a = k.value(_active_form(n))
+        if a is not None:
+            return a * busy
+    return None
+
+
 DURATION = "gpu__time_duration.sum"
 
 
@@ -108,12 +153,22 @@ class Roofline:
     """Which tensor data path ``flops["tensor"]``/``peak_flops["tensor"]`` refer to (Hopper+ reports name it,
     e.g. ``hgmma_src_bf16_dst_fp32``): the busiest one, or the TF32 path when no tensor op ran (the ceiling
     FP32 matrix code would move to)."""
+    tensor_path_peaks: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Every tensor data path's ceiling (FLOP/s), keyed like ``tensor_path``; ``peak_flops["tensor"]`` is the fastest
+    dense one for the used path's input type."""
     utilization: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """SpeedOfLight fractions of peak: ``compute``, ``memory``, ``dram``, ``l2``, ``l1``, ``tensor_pipe``,
-    ``fma_pipe``, ``fp64_pipe``, and ``flops_<precision>`` (achieved / peak FLOP/s)."""
+    ``fma_pipe``, ``fp64_pipe``, ``xu_pipe``, and ``flops_<precision>`` (achieved / peak FLOP/s)."""
 
     def __post_init__(self) -> None:
-        for name in ("flops", "peak_flops", "bytes_per_s", "peak_bytes_per_s", "utilization"):
+        for name in (
+            "flops",
+            "peak_flops",
+            "bytes_per_s",
+            "peak_bytes_per_s",
+            "tensor_path_peaks",
+            "utilization",
+        ):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
@@ -157,9 +212,18 @@ def _clock(k: KernelLaunch, unit: str) -> float | None:
 _TENSOR_PATH = re.compile(r"^sm__ops_path_tensor_(\w+?)\.sum\.per_second$")
 
 
-def _tensor_paths(k: KernelLaunch, flops: dict[str, float], peak: dict[str, float]) -> str | None:
+_PATH_SRC = re.compile(r"src_([a-z0-9]+)")
+
+
+def _tensor_paths(
+    k: KernelLaunch, flops: dict[str, float], peak: dict[str, float], paths: dict[str, float]
+) -> str | None:
     """Hopper+ reports: ``sm__ops_path_tensor_<path>.sum.per_second`` (ops = FLOP) and its
-    ``.sum.peak_sustained_elapsed.per_second`` ceiling, one per data path. Returns the path used."""
+    ``.sum.peak_sustained_elapsed.per_second`` ceiling, one per data path. Returns the path used.
+
+    The tensor ceiling is the fastest dense path for the used path's input type: on sm_90 ``mma.sync`` (HMMA)
+    BF16 peaks at 2/3 of warpgroup MMA (HGMMA) BF16, and a kernel at the HMMA ceiling is 1.5x from the GPU's
+    roof. ``paths`` receives every path's ceiling (FLOP/s)."""
     achieved: dict[str, float] = {}
     ceilings: dict[str, float] = {}
     for name in k.metrics:
@@ -179,6 +243,7 @@ def _tensor_paths(k: KernelLaunch, flops: dict[str, float], peak: dict[str, floa
             ceilings[path] = c
     if not ceilings:
         return None
+    paths.update(ceilings)
     total = sum(achieved.values())
     busiest = max(achieved, key=lambda p: achieved[p]) if total > 0 else None
     if busiest is None:
@@ -187,7 +252,18 @@ def _tensor_paths(k: KernelLaunch, flops: dict[str, float], peak: dict[str, floa
         pool = tf32 or dense or list(ceilings)
         busiest = max(pool, key=lambda p: ceilings[p])
     flops["tensor"] = total
-    if busiest in ceilings:
+    src = _PATH_SRC.search(busiest)
+    same = [
+        p
+        for p in ceilings
+        if src
+        and _PATH_SRC.search(p)
+        and _PATH_SRC.search(p).group(1) == src.group(1)  # type: ignore[union-attr]
+        and ("sparsity_on" in p) == ("sparsity_on" in busiest)
+    ]
+    if same:
+        peak["tensor"] = max(ceilings[p] for p in same)
+    elif busiest in ceilings:
         peak["tensor"] = ceilings[busiest]
     return busiest.removeprefix("op_")
 
@@ -228,7 +304,8 @@ def roofline(k: KernelLaunch) -> Roofline:
         pk = _v(k, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
         if pk is not None and sm_clock:
             peak[prec] = 2 * pk * sm_clock
-    tensor_path = _tensor_paths(k, flops, peak)
+    path_peaks: dict[str, float] = {}
+    tensor_path = _tensor_paths(k, flops, peak, path_peaks)
     if tensor_path is None:
         tensor_peak = _v(k, "derived__sm__inst_executed_pipe_tensor_x512")
         if tensor_peak is None:
@@ -263,27 +340,33 @@ def roofline(k: KernelLaunch) -> Roofline:
 
     util: dict[str, float] = {}
     for key, name in (("compute", COMPUTE_SOL), ("memory", MEMORY_SOL)):
-        v = _v(k, name)
-        if v is not None:
-            util[key] = v / 100.0
+        sol = _v(k, name)
+        if sol is not None:
+            util[key] = sol / 100.0
+    busy = sm_active_fraction(k)
     for level, names in SOL_LEVEL_METRICS.items():
-        v = _first(k, names)
-        if v is not None:
-            util[level] = v / 100.0
+        lv = _first(k, names)
+        if lv is None and level in SOL_LEVEL_ACTIVE_METRICS and busy is not None:
+            act = _first(k, SOL_LEVEL_ACTIVE_METRICS[level])
+            lv = act * busy if act is not None else None
+        if lv is not None:
+            util[level] = lv / 100.0
     for key, names in (
         ("tensor_pipe", TENSOR_PIPE_METRICS),
         ("fma_pipe", FMA_PIPE_METRICS),
         ("fp64_pipe", FP64_PIPE_METRICS),
+        ("xu_pipe", XU_PIPE_METRICS),
     ):
-        vals = [x for x in (_v(k, n) for n in names) if x is not None]
-        if vals:
-            util[key] = max(vals) / 100.0
+        pv = _elapsed_pct(k, names, busy)
+        if pv is not None:
+            util[key] = pv / 100.0
     for prec in PRECISIONS:
         if prec in flops and peak.get(prec):
             util[f"flops_{prec}"] = flops[prec] / peak[prec]
     return Roofline(
         duration_ns=duration,
         tensor_path=tensor_path,
+        tensor_path_peaks={p.removeprefix("op_"): v for p, v in path_peaks.items()},
         flops=flops,
         peak_flops=peak,
         bytes_per_s=bps,
@@ -292,4 +375,4 @@ def roofline(k: KernelLaunch) -> Roofline:
     )
 
 
-__all__ = ["LEVELS", "PRECISIONS", "Roofline", "roofline"]
+__all__ = ["LEVELS", "PRECISIONS", "Roofline", "roofline", "sm_active_fraction"]

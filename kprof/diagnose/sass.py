@@ -32,9 +32,11 @@ FP16_ARITH = frozenset({"HFMA2", "HADD2", "HMUL2", "HFMA", "HADD", "HMUL"})
 FP64_ARITH = frozenset({"DFMA", "DADD", "DMUL"})
 SPECIAL_FUNCTION = frozenset({"MUFU"})
 LOCAL_LOAD, LOCAL_STORE = "LDL", "STL"
-GLOBAL_LOADS = frozenset({"LDG"})
-GLOBAL_STORES = frozenset({"STG"})
-SHARED_LOADS = frozenset({"LDS"})
+GLOBAL_LOADS = frozenset({"LDG", "LD"})
+"""Global loads; generic ``LD`` (a pointer the compiler could not prove global) reads global memory in
+every kernel we have seen, so its width counts with LDG's."""
+GLOBAL_STORES = frozenset({"STG", "ST"})
+SHARED_LOADS = frozenset({"LDS", "LDSM"})
 SHARED_STORES = frozenset({"STS"})
 GLOBAL_ATOMICS = frozenset({"ATOM", "ATOMG", "RED", "REDG"})
 SHARED_ATOMICS = frozenset({"ATOMS"})
@@ -78,6 +80,8 @@ class SassSummary:
     global_stores: float = 0.0
     global_load_bytes_per_thread: float | None = None
     """Executed-weighted mean access width of global loads (4 for LDG.E, 16 for LDG.E.128)."""
+    global_load_max_bytes: float | None = None
+    """The widest global load that executed (any listed one when the listing has no executed counts)."""
     global_store_bytes_per_thread: float | None = None
     shared_loads: float = 0.0
     shared_stores: float = 0.0
@@ -112,12 +116,22 @@ class SassSummary:
 def access_bytes(opcode: str) -> int:
     """Bytes per thread of a load/store opcode: ``LDG.E.128`` -> 16, ``LDS.64`` -> 8, ``LDG.E.U8`` -> 1, else 4.
 
+    ``LDSM.16.M88.4`` (ldmatrix .x4) hands each thread four 32-bit registers: 16 bytes.
+
     Examples
     --------
     >>> access_bytes("LDG.E.128.CONSTANT"), access_bytes("STS.64"), access_bytes("LDG.E")
     (16, 8, 4)
+    >>> access_bytes("LDSM.16.MT88.4"), access_bytes("LDG.E.ENL2.256")
+    (16, 32)
     """
-    mods = set(opcode.split(".")[1:])
+    parts = opcode.split(".")
+    mods = set(parts[1:])
+    if parts[0] == "LDSM":
+        count = next((int(m) for m in reversed(parts[1:]) if m in ("1", "2", "4")), 1)
+        return 4 * count
+    if "256" in mods:
+        return 32
     if "128" in mods:
         return 16
     if "64" in mods:
@@ -127,6 +141,276 @@ def access_bytes(opcode: str) -> int:
     if mods & {"U16", "S16"}:
         return 2
     return 4
+
+
+# ----------------------------------------------------------------------------- data flow
+# Loads whose destination registers carry data from memory (LDC/ULDC read constants: kernel parameters
+# and pointers, not data; S2R reads special registers).
+_DATA_LOADS = GLOBAL_LOADS | SHARED_LOADS | frozenset({"LDL", "ATOM", "ATOMG", "ATOMS", "LDGSTS"})
+_REGISTER = re.compile(r"^[-|!~]*R(\d+)")
+_ADDRESS_REGS = re.compile(r"\bR(\d+)(\.64)?\b")
+_FIRST_IS_PREDICATE_DEST = frozenset({"SHFL", "VOTE"})
+_LANE_SPECIAL = ("SR_TID", "SR_LANEID", "SR_LTMASK", "SR_LEMASK", "SR_GTMASK", "SR_GEMASK", "SR_EQMASK")
+"""Special registers that differ between the lanes of a warp."""
+_NO_REGISTER_DEST = frozenset(
+    {
+        "BRA",
+        "BRX",
+        "JMP",
+        "JMX",
+        "CALL",
+        "RET",
+        "EXIT",
+        "BAR",
+        "BSSY",
+        "BSYNC",
+        "WARPSYNC",
+        "NOP",
+        "MEMBAR",
+        "DEPBAR",
+        "ERRBAR",
+        "FENCE",
+        "CCTL",
+        "YIELD",
+        "RED",
+        "REDG",
+    }
+)
+PER_PC_SECTORS = "memory_l2_theoretical_sectors_global"
+PER_PC_SECTORS_IDEAL = "memory_l2_theoretical_sectors_global_ideal"
+"""ncu's per-instruction L2 sectors (SourceCounters) and the sectors the same instruction would need with
+perfectly coalesced addresses, for its real width and active lanes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dataflow:
+    """Where values come from, from a linear walk over the listing (counts weighted like :class:`SassSummary`).
+
+    The walk follows the listing in address order twice; the register state at each backward branch of the
+    first pass is merged into the branch's target in the second, so a loop's back edge (a pointer loaded at the
+    bottom of a loop body and used at its top) is seen. Only the second pass counts.
+    """
+
+    fma: float = 0.0
+    """FP32/FP64 fused multiply-adds (FFMA, DFMA) and FP32 multiplies (FMUL)."""
+    fma_from_loads: float = 0.0
+    """...of which both multiplicands are registers filled by a memory load (LDS/LDSM/LDG/LD), directly or
+    through MOVs: the inner product of a k-loop, ``acc += A[i][k] * B[k][j]``. A Horner step or an FMA chain
+    multiplies computed values or constants; ``a * x[i] + y`` has one loaded multiplicand."""
+    loaded_values_used: float = 0.0
+    """Loaded 32-bit values that feed at least one such multiplicand."""
+    loaded_operand_uses: float = 0.0
+    """Multiplicand uses of loaded values; ``uses / values`` is how often each loaded value is reused in
+    registers (1 for a dot-product loop, 8 for an 8x8 register tile)."""
+    load_bytes: float = 0.0
+    """Bytes per thread loaded by LDS/LDSM/LDG/LD (each instruction's width x its executed count)."""
+    shared_load_bytes: float = 0.0
+    global_load_bytes: float = 0.0
+    global_loads: float = 0.0
+    dependent_global_loads: float = 0.0
+    """Global loads whose address is computed from loaded data (a pointer chase, a gather through an index
+    array, a hash probe): their addresses are decided by the data, not by the thread index."""
+    sectors: dict[str, float] = field(default_factory=dict)
+    """ncu's per-PC sectors, summed: ``load``, ``load_ideal``, ``store``, ``store_ideal``, ``dependent``,
+    ``dependent_ideal`` (keys present only when the report holds the per-PC counters)."""
+
+    @property
+    def operand_reuse(self) -> float | None:
+        """Mean multiplicand uses per loaded value (None without loaded multiplicands)."""
+        return self.loaded_operand_uses / self.loaded_values_used if self.loaded_values_used else None
+
+    @property
+    def fma_from_loads_share(self) -> float:
+        return self.fma_from_loads / self.fma if self.fma else 0.0
+
+    @property
+    def dependent_load_share(self) -> float:
+        return self.dependent_global_loads / self.global_loads if self.global_loads else 0.0
+
+    def per_fma(self, nbytes: float) -> float | None:
+        """Bytes per thread per FMA (None without FMAs)."""
+        return nbytes / self.fma if self.fma else None
+
+
+def _split_operands(text: str) -> tuple[str, list[str]]:
+    parts = text.split(None, 1)
+    if parts and parts[0].startswith("@"):
+        parts = parts[1].split(None, 1) if len(parts) > 1 else []
+    if not parts:
+        return "", []
+    opcode = parts[0].rstrip(";")
+    rest = parts[1].strip().rstrip(";") if len(parts) > 1 else ""
+    return opcode, [o.strip() for o in rest.split(",")] if rest else []
+
+
+def _reg(operand: str) -> int | None:
+    m = _REGISTER.match(operand)
+    return int(m.group(1)) if m else None
+
+
+def _regs_in(operands: list[str]) -> list[int]:
+    out: list[int] = []
+    for o in operands:
+        if o.startswith(("c[", "UR", "SR_", "P", "!P", "desc[")) and "[R" not in o:
+            continue
+        for m in _ADDRESS_REGS.finditer(o):
+            r = int(m.group(1))
+            out.append(r)
+            if m.group(2):
+                out.append(r + 1)
+    return out
+
+
+def _dest_count(opcode: str, mnemonic: str) -> int:
+    mods = opcode.split(".")[1:]
+    if mnemonic in _DATA_LOADS and mnemonic not in ("ATOM", "ATOMG", "ATOMS"):
+        return max(1, access_bytes(opcode) // 4)
+    if mnemonic.startswith("D") and mnemonic[1:] in ("ADD", "MUL", "FMA", "SETP", "MNMX"):
+        return 2
+    if "WIDE" in mods or "64" in mods:
+        return 2
+    return 1
+
+
+def dataflow(lines: Sequence[SassLine]) -> Dataflow:
+    """Trace loaded values through the registers (see :class:`Dataflow`).
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import SassLine
+    >>> f = dataflow([SassLine(pc=0, text="LDS.128 R8, [R2]"), SassLine(pc=16, text="LDS.128 R12, [R3]"),
+    ...               SassLine(pc=32, text="FFMA R20, R8, R12, R20"), SassLine(pc=48, text="FFMA R21, R8, R13, R21")])
+    >>> f.fma_from_loads, f.operand_reuse
+    (2.0, 1.3333333333333333)
+    """
+    weighted = any(_weight(s)[1] for s in lines)
+    decoded = []
+    for s in lines:
+        w, has = _weight(s)
+        w = (w if has else 0.0) if weighted else 1.0
+        opcode, ops = _split_operands(s.text)
+        decoded.append((s, w, opcode, opcode.split(".", 1)[0], ops))
+
+    # producer[r]: (pc, index) of the loaded value r holds, or None when r holds a computed value;
+    # varying[r]: r differs between the lanes of a warp (derived from the thread index);
+    # tainted[r]: r is derived from data that a lane loaded from its own address (a load whose address
+    # varies across lanes). A base pointer loaded once per block (a batched GEMM's pointer array) is the
+    # same for every lane and does not make the addresses data-dependent.
+    producer: dict[int, tuple[int, int] | None] = {}
+    varying: dict[int, bool] = {}
+    tainted: dict[int, bool] = {}
+    acc: dict[str, float] = defaultdict(float)
+    sectors: dict[str, float] = defaultdict(float)
+    used_values: set[tuple[int, int]] = set()
+    weight_of_pc: dict[int, float] = {}
+    # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
+    # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
+    back_edges: dict[int, tuple[dict, dict, dict]] = {}
+    for count_pass in (False, True):
+        for s, w, opcode, mn, ops in decoded:
+            if not mn:
+                continue
+            weight_of_pc[s.pc] = w
+            if count_pass and s.pc in back_edges:
+                b_prod, b_vary, b_taint = back_edges[s.pc]
+                for r, v in b_prod.items():
+                    if v is not None and producer.get(r) is None:
+                        producer[r] = v
+                for r in b_vary:
+                    varying[r] = varying.get(r, False) or b_vary[r]
+                for r in b_taint:
+                    tainted[r] = tainted.get(r, False) or b_taint[r]
+            if not count_pass and mn == "BRA":
+                target = next((int(o, 16) for o in ops if o.startswith("0x")), None)
+                if target is not None and target <= s.pc:
+                    prev = back_edges.get(target)
+                    snap = (dict(producer), dict(varying), dict(tainted))
+                    if prev is not None:
+                        for r, v in prev[1].items():
+                            snap[1][r] = snap[1].get(r, False) or v
+                        for r, v in prev[2].items():
+                            snap[2][r] = snap[2].get(r, False) or v
+                    back_edges[target] = snap
+            predicated = s.text.lstrip().startswith("@")
+            is_load = mn in _DATA_LOADS
+            dest: list[int] = []
+            srcs = ops
+            if mn in _FIRST_IS_PREDICATE_DEST and len(ops) > 1:
+                r = _reg(ops[1])
+                dest, srcs = ([r] if r is not None else []), ops[2:]
+            elif mn not in _NO_REGISTER_DEST and ops and not mn.startswith("ST") and mn not in ("RED",):
+                r = _reg(ops[0])
+                if r is not None and r != 255:  # RZ is R255 in some listings
+                    dest = [r + i for i in range(_dest_count(opcode, mn))]
+                    srcs = ops[1:]
+            src_regs = _regs_in(srcs)
+            if count_pass:
+                if mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3:
+                    acc["fma"] += w
+                    multiplicands = [_reg(o) for o in ops[1:3]]
+                    loaded = [producer.get(r) if r is not None else None for r in multiplicands]
+                    if all(v is not None for v in loaded):
+                        acc["fma_from_loads"] += w
+                        for v in loaded:
+                            assert v is not None
+                            acc["uses"] += w
+                            used_values.add(v)
+                if mn in GLOBAL_LOADS or mn in SHARED_LOADS:
+                    nbytes = w * access_bytes(opcode)
+                    acc["load_bytes"] += nbytes
+                    acc["shared_load_bytes" if mn in SHARED_LOADS else "global_load_bytes"] += nbytes
+                if mn in GLOBAL_LOADS:
+                    acc["gld"] += w
+                    addr = [r for o in ops[1:] if "[" in o for r in _regs_in([o])]
+                    dependent = any(tainted.get(r, False) for r in addr)
+                    if dependent:
+                        acc["dep"] += w
+                    for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
+                        v = s.counters.get(key)
+                        if v is not None:
+                            suffix = "_ideal" if key == PER_PC_SECTORS_IDEAL else ""
+                            sectors["load" + suffix] += v
+                            if dependent:
+                                sectors["dependent" + suffix] += v
+                elif mn in GLOBAL_STORES or mn in GLOBAL_ATOMICS:
+                    for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
+                        v = s.counters.get(key)
+                        if v is not None:
+                            sectors["store" + ("_ideal" if key == PER_PC_SECTORS_IDEAL else "")] += v
+            # update the register state
+            src_taint = any(tainted.get(r, False) for r in src_regs)
+            src_vary = any(varying.get(r, False) for r in src_regs) or (
+                mn == "S2R" and any(o.startswith(_LANE_SPECIAL) for o in srcs)
+            )
+            for i, r in enumerate(dest):
+                new_vary = src_vary
+                if is_load:
+                    new_prod: tuple[int, int] | None = (s.pc, i)
+                    new_taint = src_vary  # per-lane data only when the lanes read different addresses
+                elif mn == "MOV" or opcode.startswith("IMAD.MOV"):
+                    r_src = _reg(srcs[-1]) if srcs else None
+                    new_prod = producer.get(r_src) if r_src is not None else None
+                    new_taint = src_taint
+                else:
+                    new_prod, new_taint = None, src_taint
+                if predicated:
+                    # If-converted code writes and reads a register under the same predicate, so the new value
+                    # is the one its readers see; only a load stays a load when the other side writes a
+                    # constant (``@P3 LDG R64, [...]`` / ``@!P3 MOV R64, RZ``: the zero-fill of a tile's edge).
+                    new_prod = new_prod if new_prod is not None else producer.get(r)
+                producer[r], tainted[r], varying[r] = new_prod, new_taint, new_vary
+    return Dataflow(
+        fma=acc["fma"],
+        fma_from_loads=acc["fma_from_loads"],
+        loaded_values_used=sum(weight_of_pc.get(pc, 0.0) for pc, _ in used_values),
+        loaded_operand_uses=acc["uses"],
+        load_bytes=acc["load_bytes"],
+        shared_load_bytes=acc["shared_load_bytes"],
+        global_load_bytes=acc["global_load_bytes"],
+        global_loads=acc["gld"],
+        dependent_global_loads=acc["dep"],
+        sectors=dict(sectors),
+    )
 
 
 def is_mma(mnemonic: str) -> bool:
@@ -170,6 +454,7 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     total = 0.0
     acc: dict[str, float] = defaultdict(float)
     width_sum: dict[str, float] = defaultdict(float)
+    widest: dict[str, int] = {}
     dynamic_local = False
     local_lines: set[tuple[str, int]] = set()
     for s in lines:
@@ -212,6 +497,8 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
             )
             acc[key] += w
             width_sum[key] += w * access_bytes(s.opcode)
+            if w > 0:
+                widest[key] = max(widest.get(key, 0), access_bytes(s.opcode))
         elif mn in GLOBAL_ATOMICS:
             acc["gatom"] += w
         elif mn in SHARED_ATOMICS:
@@ -240,6 +527,7 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
         global_loads=acc.get("gld", 0.0),
         global_stores=acc.get("gst", 0.0),
         global_load_bytes_per_thread=width("gld"),
+        global_load_max_bytes=widest.get("gld"),
         global_store_bytes_per_thread=width("gst"),
         shared_loads=acc.get("sld", 0.0),
         shared_stores=acc.get("sst", 0.0),

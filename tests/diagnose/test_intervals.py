@@ -81,6 +81,7 @@ def test_union_of_ten_million_is_fast_enough() -> None:
 
 # ----------------------------------------------------------------------------- streaming
 
+
 def _chunked(s: np.ndarray, e: np.ndarray, cuts: list[int]) -> list[tuple[np.ndarray, ...]]:
     """Start-ordered intervals (with their index as a column) split at the given positions."""
     order = np.argsort(s, kind="stable")
@@ -126,8 +127,9 @@ def test_clip_to_windows(x: tuple[np.ndarray, np.ndarray], w: tuple[np.ndarray, 
 
 @given(ivals, ivals, st.lists(st.integers(0, 30), max_size=4), st.integers(1, 5))
 @settings(max_examples=300, deadline=None)
-def test_union_cursor_matches_per_interval_overlap(q: tuple[np.ndarray, np.ndarray], x: tuple[np.ndarray, np.ndarray],
-                                                   cuts: list[int], batch: int) -> None:
+def test_union_cursor_matches_per_interval_overlap(
+    q: tuple[np.ndarray, np.ndarray], x: tuple[np.ndarray, np.ndarray], cuts: list[int], batch: int
+) -> None:
     qs, qe = iv.union(*q)  # disjoint queries in time order, asked a few at a time
     cur = iv.UnionCursor(_chunked(*x, cuts))
     got = [cur.overlap(qs[i : i + batch], qe[i : i + batch]) for i in range(0, len(qs), batch)]

@@ -23,8 +23,17 @@ from tests.conftest import manifest_entries
 US = 1_000
 
 
-def tl_from(kernels, api, copies=(), names=("void k(float*)",), source="t.sqlite", grid=None, launch_type=None,
-            graphs=(), command="python3 train.py --fast") -> Timeline:
+def tl_from(
+    kernels,
+    api,
+    copies=(),
+    names=("void k(float*)",),
+    source="t.sqlite",
+    grid=None,
+    launch_type=None,
+    graphs=(),
+    command="python3 train.py --fast",
+) -> Timeline:
     """kernels: (start, end, corr, name_index); api: (start, end, corr, api_name); copies: (start, end, corr, dir, bytes, host_kind)."""
     k = np.array(kernels, np.int64).reshape(-1, 4)
     api_names = sorted({a[3] for a in api})
@@ -32,23 +41,55 @@ def tl_from(kernels, api, copies=(), names=("void k(float*)",), source="t.sqlite
     c = np.array(copies, np.int64).reshape(-1, 6)
     g = np.array(graphs, np.int64).reshape(-1, 3)
     return Timeline(
-        source=source, format="nsys", command=command,
-        kernels=KernelTable(start_ns=k[:, 0], end_ns=k[:, 1], correlation=k[:, 2], name_id=k[:, 3].astype(np.int32),
-                            device=np.zeros(len(k), np.int16), stream=np.full(len(k), 7, np.int32), names=tuple(names),
-                            grid=grid, block=None if grid is None else np.ones_like(grid), launch_type=launch_type),
-        api=ApiTable(start_ns=a[:, 0], end_ns=a[:, 1], correlation=a[:, 2], name_id=a[:, 3].astype(np.int32),
-                     thread=np.zeros(len(a), np.int32), names=tuple(api_names),
-                     category=ApiTable.categories_for(api_names, a[:, 3].astype(np.int32))),
-        copies=CopyTable(start_ns=c[:, 0], end_ns=c[:, 1], correlation=c[:, 2], direction=c[:, 3].astype(np.int8),
-                         bytes=c[:, 4], src_kind=np.where(c[:, 3] == 1, c[:, 5], 2).astype(np.int8),
-                         dst_kind=np.where(c[:, 3] == 2, c[:, 5], 2).astype(np.int8),
-                         device=np.zeros(len(c), np.int16), stream=np.full(len(c), 7, np.int32)),
-        graphs=GraphTable(start_ns=g[:, 0], end_ns=g[:, 1], correlation=g[:, 2], device=np.zeros(len(g), np.int16),
-                          stream=np.full(len(g), 7, np.int32), graph_id=np.ones(len(g), np.int64)),
+        source=source,
+        format="nsys",
+        command=command,
+        kernels=KernelTable(
+            start_ns=k[:, 0],
+            end_ns=k[:, 1],
+            correlation=k[:, 2],
+            name_id=k[:, 3].astype(np.int32),
+            device=np.zeros(len(k), np.int16),
+            stream=np.full(len(k), 7, np.int32),
+            names=tuple(names),
+            grid=grid,
+            block=None if grid is None else np.ones_like(grid),
+            launch_type=launch_type,
+        ),
+        api=ApiTable(
+            start_ns=a[:, 0],
+            end_ns=a[:, 1],
+            correlation=a[:, 2],
+            name_id=a[:, 3].astype(np.int32),
+            thread=np.zeros(len(a), np.int32),
+            names=tuple(api_names),
+            category=ApiTable.categories_for(api_names, a[:, 3].astype(np.int32)),
+        ),
+        copies=CopyTable(
+            start_ns=c[:, 0],
+            end_ns=c[:, 1],
+            correlation=c[:, 2],
+            direction=c[:, 3].astype(np.int8),
+            bytes=c[:, 4],
+            src_kind=np.where(c[:, 3] == 1, c[:, 5], 2).astype(np.int8),
+            dst_kind=np.where(c[:, 3] == 2, c[:, 5], 2).astype(np.int8),
+            device=np.zeros(len(c), np.int16),
+            stream=np.full(len(c), 7, np.int32),
+        ),
+        graphs=GraphTable(
+            start_ns=g[:, 0],
+            end_ns=g[:, 1],
+            correlation=g[:, 2],
+            device=np.zeros(len(g), np.int16),
+            stream=np.full(len(g), 7, np.int32),
+            graph_id=np.ones(len(g), np.int64),
+        ),
     )
 
 
-def launch_bound(n: int = 300, period: int = 10 * US, kdur: int = 1 * US, names=("void k(float*)",), **kw) -> Timeline:
+def launch_bound(
+    n: int = 300, period: int = 10 * US, kdur: int = 1 * US, names=("void k(float*)",), **kw
+) -> Timeline:
     kernels, api = [], []
     for i in range(n):
         t = i * period
@@ -149,10 +190,21 @@ def test_graph_traced_whole_counts_as_busy() -> None:
 def test_startup_bound() -> None:
     base = launch_bound(n=50)
     api = [(-500_000 * US, -1 * US, 0, "cuLibraryLoadData")]
-    api += [(int(s), int(e), int(c), base.api.names[int(n)]) for s, e, c, n in
-            zip(base.api.start_ns, base.api.end_ns, base.api.correlation, base.api.name_id, strict=True)]
-    kernels = list(zip(base.kernels.start_ns.tolist(), base.kernels.end_ns.tolist(),
-                       base.kernels.correlation.tolist(), base.kernels.name_id.tolist(), strict=True))
+    api += [
+        (int(s), int(e), int(c), base.api.names[int(n)])
+        for s, e, c, n in zip(
+            base.api.start_ns, base.api.end_ns, base.api.correlation, base.api.name_id, strict=True
+        )
+    ]
+    kernels = list(
+        zip(
+            base.kernels.start_ns.tolist(),
+            base.kernels.end_ns.tolist(),
+            base.kernels.correlation.tolist(),
+            base.kernels.name_id.tolist(),
+            strict=True,
+        )
+    )
     ds = diagnose_timeline(tl_from(kernels, api))
     assert ds[0].bottleneck is Bottleneck.STARTUP_BOUND
     assert ds[1].bottleneck is Bottleneck.HOST_LAUNCH_BOUND  # the steady state, second
@@ -186,7 +238,9 @@ def test_microsecond_gaps_matter() -> None:
     # 1 us kernels every 3 us: no millisecond threshold would see these gaps
     d = diagnose_timeline(launch_bound(period=3 * US, kdur=1 * US))[0]
     assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
-    assert timeline_metrics(launch_bound(period=3 * US, kdur=US))["gpu_busy_fraction"] == pytest.approx(1 / 3, abs=0.02)
+    assert timeline_metrics(launch_bound(period=3 * US, kdur=US))["gpu_busy_fraction"] == pytest.approx(
+        1 / 3, abs=0.02
+    )
 
 
 # ----------------------------------------------------------------------------- corpus
@@ -195,10 +249,18 @@ CORPUS_EXPECT = {
     "pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite": ("transfer_bound", "fix"),
     "pipit/perlmutter-cloverleaf-cuda.sqlite": ("host_launch_bound", "fix"),
     "kineto/resnet50_num_workers_0.worker0.pt.trace.json.gz": ("host_launch_bound", "fix"),
-    "HolisticTraceAnalysis/cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz": (None, "inconclusive"),
-    "HolisticTraceAnalysis/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": ("gpu_bound", "healthy"),
-    "HolisticTraceAnalysis/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz":
-        ("startup_bound", "fix"),
+    "HolisticTraceAnalysis/cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz": (
+        None,
+        "inconclusive",
+    ),
+    "HolisticTraceAnalysis/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": (
+        "gpu_bound",
+        "healthy",
+    ),
+    "HolisticTraceAnalysis/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz": (
+        "startup_bound",
+        "fix",
+    ),
     "HolisticTraceAnalysis/triton_example__triton_example.json.gz": (None, "inconclusive"),
 }
 
@@ -208,7 +270,9 @@ def corpus_files() -> list[str]:
 
     if not CORPUS.is_dir():
         return []
-    return sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*") if p.name.endswith((".sqlite", ".json.gz")))
+    return sorted(
+        str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*") if p.name.endswith((".sqlite", ".json.gz"))
+    )
 
 
 @pytest.mark.parametrize("rel", corpus_files() or ["(corpus absent)"])
@@ -237,8 +301,9 @@ TIMELINE_ENTRIES = [e for e in manifest_entries("") if e.get("kind") in ("nsys-s
 
 
 @pytest.mark.parametrize("entry", TIMELINE_ENTRIES or [None], ids=lambda e: e["file"] if e else "no-manifest")
-def test_sample_diagnosed_as_manifest_says(entry: dict | None, samples_dir: Path, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sample_diagnosed_as_manifest_says(
+    entry: dict | None, samples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if entry is None:
         pytest.skip("the manifest lists no timeline samples")
     path = samples_dir / entry["file"]
@@ -252,7 +317,10 @@ def test_sample_diagnosed_as_manifest_says(entry: dict | None, samples_dir: Path
         shutil.copy(sibling, cached_export_path(path))
     d = diagnose(path)[0]
     shows = entry["shows"]
-    if entry["file"] in KNOWN_DISAGREEMENTS and (d.bottleneck.value if d.bottleneck else None) != shows["bottleneck"]:
+    if (
+        entry["file"] in KNOWN_DISAGREEMENTS
+        and (d.bottleneck.value if d.bottleneck else None) != shows["bottleneck"]
+    ):
         assert any(f.bottleneck.value == shows["bottleneck"] for f in d.findings), d.findings
         pytest.xfail(f"sample disagrees with its manifest: {KNOWN_DISAGREEMENTS[entry['file']]}")
     assert (d.bottleneck.value if d.bottleneck else None) == shows["bottleneck"], d.headline
@@ -276,8 +344,15 @@ def test_clock_slack_covers_the_samples_sync_returns(samples_dir: Path) -> None:
 
 # ----------------------------------------------------------------------------- streaming analysis
 
-API_NAMES = ("cudaLaunchKernel_v7000", "cudaStreamSynchronize_v3020", "cudaMemcpy_v3020", "cudaMemcpyAsync_v3020",
-             "cuLibraryLoadData", "cudaEventRecord", "cudaMalloc")
+API_NAMES = (
+    "cudaLaunchKernel_v7000",
+    "cudaStreamSynchronize_v3020",
+    "cudaMemcpy_v3020",
+    "cudaMemcpyAsync_v3020",
+    "cuLibraryLoadData",
+    "cudaEventRecord",
+    "cudaMalloc",
+)
 
 
 def random_timeline(seed: int, n: int = 300) -> Timeline:
@@ -297,44 +372,88 @@ def random_timeline(seed: int, n: int = 300) -> Timeline:
             o = np.argsort(s, kind="stable")
             s, d, corr = s[o], d[o], corr[o]
         corr[rng.random(m) < 0.05] = -1
-        return dict(start_ns=s.astype(np.int64), end_ns=(s + d).astype(np.int64), correlation=corr.astype(np.int64),
-                    device=rng.integers(0, ndev, m).astype(np.int16), stream=np.zeros(m, np.int32))
+        return dict(
+            start_ns=s.astype(np.int64),
+            end_ns=(s + d).astype(np.int64),
+            correlation=corr.astype(np.int64),
+            device=rng.integers(0, ndev, m).astype(np.int16),
+            stream=np.zeros(m, np.int32),
+        )
 
-    k = KernelTable(**ops(n, 1), name_id=rng.integers(0, 3, n).astype(np.int32),
-                    names=("void a(int)", "void b<1>(float*)", "c"), launch_type=rng.integers(1, 3, n).astype(np.int8))
+    k = KernelTable(
+        **ops(n, 1),
+        name_id=rng.integers(0, 3, n).astype(np.int32),
+        names=("void a(int)", "void b<1>(float*)", "c"),
+        launch_type=rng.integers(1, 3, n).astype(np.int8),
+    )
     mc, mm, mg = (int(x) for x in rng.integers(0, 30, 3))
-    copies = CopyTable(**ops(mc, 10_000), direction=rng.choice([1, 2, 8], mc).astype(np.int8),
-                       bytes=rng.integers(1, 1000, mc), src_kind=rng.integers(0, 3, mc).astype(np.int8),
-                       dst_kind=rng.integers(0, 3, mc).astype(np.int8))
+    copies = CopyTable(
+        **ops(mc, 10_000),
+        direction=rng.choice([1, 2, 8], mc).astype(np.int8),
+        bytes=rng.integers(1, 1000, mc),
+        src_kind=rng.integers(0, 3, mc).astype(np.int8),
+        dst_kind=rng.integers(0, 3, mc).astype(np.int8),
+    )
     memsets = MemsetTable(**ops(mm, 20_000), bytes=rng.integers(1, 100, mm))
     graphs = GraphTable(**ops(mg, 30_000), graph_id=np.ones(mg, np.int64))
     na = 2 * n
     a_s = rng.integers(-1000, span, na)
     a_name = rng.choice(len(API_NAMES), na, p=[0.6, 0.1, 0.05, 0.05, 0.05, 0.1, 0.05]).astype(np.int32)
-    pool = np.concatenate([k.correlation, copies.correlation, memsets.correlation, graphs.correlation,
-                           np.arange(50_000, 50_100)])
+    pool = np.concatenate(
+        [
+            k.correlation,
+            copies.correlation,
+            memsets.correlation,
+            graphs.correlation,
+            np.arange(50_000, 50_100),
+        ]
+    )
     a_corr = rng.choice(pool, na)
     if rng.random() < 0.5:
         o = np.argsort(a_s, kind="stable")
         a_s, a_name = a_s[o], a_name[o]
-    api = ApiTable(start_ns=a_s.astype(np.int64), end_ns=(a_s + rng.integers(0, 300, na)).astype(np.int64),
-                   thread=np.zeros(na, np.int32), correlation=a_corr.astype(np.int64), name_id=a_name,
-                   names=API_NAMES, category=ApiTable.categories_for(API_NAMES, a_name))
+    api = ApiTable(
+        start_ns=a_s.astype(np.int64),
+        end_ns=(a_s + rng.integers(0, 300, na)).astype(np.int64),
+        thread=np.zeros(na, np.int32),
+        correlation=a_corr.astype(np.int64),
+        name_id=a_name,
+        names=API_NAMES,
+        category=ApiTable.categories_for(API_NAMES, a_name),
+    )
     nh = int(rng.integers(0, 50))
     hs = rng.integers(0, span, nh).astype(np.int64)
-    host_ops = HostOpTable(start_ns=hs, end_ns=hs + rng.integers(0, 2000, nh), thread=np.zeros(nh, np.int32),
-                           name_id=np.zeros(nh, np.int32), names=("aten::x",))
+    host_ops = HostOpTable(
+        start_ns=hs,
+        end_ns=hs + rng.integers(0, 2000, nh),
+        thread=np.zeros(nh, np.int32),
+        name_id=np.zeros(nh, np.int32),
+        names=("aten::x",),
+    )
     nr = int(rng.integers(0, 8))
     step = span // max(nr, 1)
     rs = np.arange(nr) * step
     extra = rng.integers(0, span, 3)
-    ranges = RangeTable(start_ns=np.concatenate([rs, extra]).astype(np.int64),
-                        end_ns=np.concatenate([rs + step - rng.integers(0, step // 2 + 1, nr),
-                                               extra + rng.integers(1, 30_000, 3)]).astype(np.int64),
-                        thread=np.zeros(nr + 3, np.int32), name_id=np.array([*range(nr), nr, nr, nr + 1], np.int32),
-                        names=(*(f"step {i}" for i in range(nr)), "fwd", "bwd"))
-    return Timeline(source="r.sqlite", format="nsys", kernels=k, copies=copies, memsets=memsets, graphs=graphs,
-                    api=api, host_ops=host_ops, ranges=ranges)
+    ranges = RangeTable(
+        start_ns=np.concatenate([rs, extra]).astype(np.int64),
+        end_ns=np.concatenate(
+            [rs + step - rng.integers(0, step // 2 + 1, nr), extra + rng.integers(1, 30_000, 3)]
+        ).astype(np.int64),
+        thread=np.zeros(nr + 3, np.int32),
+        name_id=np.array([*range(nr), nr, nr, nr + 1], np.int32),
+        names=(*(f"step {i}" for i in range(nr)), "fwd", "bwd"),
+    )
+    return Timeline(
+        source="r.sqlite",
+        format="nsys",
+        kernels=k,
+        copies=copies,
+        memsets=memsets,
+        graphs=graphs,
+        api=api,
+        host_ops=host_ops,
+        ranges=ranges,
+    )
 
 
 @given(st.integers(0, 2**32 - 1), st.sampled_from([1, 3, 64]))
@@ -361,12 +480,24 @@ def test_diagnosis_memory_is_bounded_by_chunks() -> None:
 
     n = 2_000_000
     t = np.arange(n, dtype=np.int64) * 6_000 + (np.arange(n) // 1000) * 30_000
-    kernels = KernelTable(start_ns=t + 5_000, end_ns=t + 5_000 + 2_000 + (np.arange(n) * 7919) % 4000,
-                          correlation=np.arange(1, n + 1), name_id=(np.arange(n) % 50).astype(np.int32),
-                          device=np.zeros(n, np.int16), stream=np.full(n, 7, np.int32),
-                          names=tuple(f"void k{i}(float*)" for i in range(50)))
-    api = ApiTable(start_ns=t, end_ns=t + 4_000, correlation=np.arange(1, n + 1), name_id=np.zeros(n, np.int32),
-                   thread=np.zeros(n, np.int32), names=("cudaLaunchKernel_v7000",), category=np.ones(n, np.int8))
+    kernels = KernelTable(
+        start_ns=t + 5_000,
+        end_ns=t + 5_000 + 2_000 + (np.arange(n) * 7919) % 4000,
+        correlation=np.arange(1, n + 1),
+        name_id=(np.arange(n) % 50).astype(np.int32),
+        device=np.zeros(n, np.int16),
+        stream=np.full(n, 7, np.int32),
+        names=tuple(f"void k{i}(float*)" for i in range(50)),
+    )
+    api = ApiTable(
+        start_ns=t,
+        end_ns=t + 4_000,
+        correlation=np.arange(1, n + 1),
+        name_id=np.zeros(n, np.int32),
+        thread=np.zeros(n, np.int32),
+        names=("cudaLaunchKernel_v7000",),
+        category=np.ones(n, np.int8),
+    )
     tl = Timeline(source="big.sqlite", format="nsys", kernels=kernels, api=api)
     tracemalloc.start()
     try:
@@ -380,6 +511,7 @@ def test_diagnosis_memory_is_bounded_by_chunks() -> None:
 
 # ----------------------------------------------------------------------------- wording and targets
 
+
 def with_step_ranges(tl: Timeline, n: int, name: str = "step {}") -> Timeline:
     from kprof.timeline_model import RangeTable
 
@@ -387,14 +519,24 @@ def with_step_ranges(tl: Timeline, n: int, name: str = "step {}") -> Timeline:
     edges = np.linspace(lo, hi, n + 1).astype(np.int64)
     names = tuple(name.format(i) for i in range(n))
     uniq = tuple(dict.fromkeys(names))
-    return dataclasses.replace(tl, ranges=RangeTable(
-        start_ns=edges[:-1], end_ns=edges[1:], thread=np.zeros(n, np.int32),
-        name_id=np.array([uniq.index(x) for x in names], np.int32), names=uniq))
+    return dataclasses.replace(
+        tl,
+        ranges=RangeTable(
+            start_ns=edges[:-1],
+            end_ns=edges[1:],
+            thread=np.zeros(n, np.int32),
+            name_id=np.array([uniq.index(x) for x in names], np.int32),
+            names=uniq,
+        ),
+    )
 
 
 def test_steady_state_is_named_by_its_ranges() -> None:
     d = diagnose_timeline(with_step_ranges(sync_loop(), 10))[0]
-    assert "NVTX ranges 'step 1' to 'step 9' (9 iterations; the first, 'step 0', left out as warm-up)" in d.mechanism
+    assert (
+        "NVTX ranges 'step 1' to 'step 9' (9 iterations; the first, 'step 0', left out as warm-up)"
+        in d.mechanism
+    )
     assert "'s 2-" not in d.mechanism and "#" not in d.mechanism
     d = diagnose_timeline(with_step_ranges(sync_loop(), 5, "train"))[0]
     assert "instances 2 to 5 of the NVTX range 'train' (the first left out as warm-up)" in d.mechanism
@@ -409,7 +551,9 @@ def test_busy_fraction_expectations_have_the_mechanism_target() -> None:
         idle = next((x for x in d.expect if x.metric == "gpu_idle_ns"), None)
         assert busy.target is not None and busy.value_now < busy.target <= 1.0
         # the target is the busy fraction with the cause's idle time removed, nothing else
-        removed = m["wall_ns"] - (wall.target if wall is not None else m["wall_ns"] - (m["gpu_idle_ns"] - idle.target))
+        removed = m["wall_ns"] - (
+            wall.target if wall is not None else m["wall_ns"] - (m["gpu_idle_ns"] - idle.target)
+        )
         assert busy.target == pytest.approx(m["gpu_busy_ns"] / (m["wall_ns"] - removed), abs=1e-3), cause
         assert f"{busy.describe()}".startswith("GPU-busy fraction")
 
@@ -422,15 +566,27 @@ def _ranges(tl: Timeline, rows, domains=()) -> Timeline:
     from kprof.timeline_model import RangeTable
 
     names = tuple(dict.fromkeys(r[3] for r in rows))
-    return dataclasses.replace(tl, ranges=RangeTable(
-        start_ns=np.array([r[0] for r in rows], np.int64), end_ns=np.array([r[1] for r in rows], np.int64),
-        thread=np.array([r[2] for r in rows], np.int32), name_id=np.array([names.index(r[3]) for r in rows], np.int32),
-        names=names, domain=np.array([r[4] if len(r) > 4 else -1 for r in rows], np.int32) if domains else None,
-        domains=tuple(domains)))
+    return dataclasses.replace(
+        tl,
+        ranges=RangeTable(
+            start_ns=np.array([r[0] for r in rows], np.int64),
+            end_ns=np.array([r[1] for r in rows], np.int64),
+            thread=np.array([r[2] for r in rows], np.int32),
+            name_id=np.array([names.index(r[3]) for r in rows], np.int32),
+            names=names,
+            domain=np.array([r[4] if len(r) > 4 else -1 for r in rows], np.int32) if domains else None,
+            domains=tuple(domains),
+        ),
+    )
 
 
-def _steps_and_inner(n_steps: int = 6, inner_per_step: int = 6, inner: str = "ncclAllReduce", inner_thread: int = 1,
-                     inner_domain: int = -1) -> list[tuple]:
+def _steps_and_inner(
+    n_steps: int = 6,
+    inner_per_step: int = 6,
+    inner: str = "ncclAllReduce",
+    inner_thread: int = 1,
+    inner_domain: int = -1,
+) -> list[tuple]:
     """``step i`` on thread 0; ``inner`` ranges nested (in time) inside each step, on ``inner_thread``."""
     tl = sync_loop()
     lo, hi = int(tl.api.start_ns.min()), int(tl.kernels.end_ns.max()) + 1
@@ -480,7 +636,9 @@ def test_repeated_ranges_side_by_side_keep_the_most_repeated() -> None:
 
     rows = [r for r in _steps_and_inner(inner="forward") if r[3] != "forward"]
     lo = max(r[1] for r in rows)
-    rows += [(lo + 10 * i, lo + 10 * i + 5, 1, "poll") for i in range(8)]  # after the steps, on another thread
+    rows += [
+        (lo + 10 * i, lo + 10 * i + 5, 1, "poll") for i in range(8)
+    ]  # after the steps, on another thread
     assert _iterations(_ranges(sync_loop(), rows)).group == "poll"
 
 
@@ -494,8 +652,15 @@ def _with_nccl_kernels(tl: Timeline, share: float) -> Timeline:
         dur = 100 * US
         kernels.append((t, t + dur, i + 1, 1 if nccl else (0 if i % 2 else 2)))
         t += dur
-    return tl_from(kernels, api, names=("void gemm(float*)", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                                        "void norm(float*)"))
+    return tl_from(
+        kernels,
+        api,
+        names=(
+            "void gemm(float*)",
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            "void norm(float*)",
+        ),
+    )
 
 
 def test_gpu_bound_leaves_nccl_kernels_out_of_the_ncu_commands_and_says_how_much_they_hold() -> None:
@@ -521,14 +686,19 @@ def test_gpu_bound_without_nccl_is_unchanged() -> None:
 
 
 @pytest.mark.parametrize("name", ["ddp_straggler_rank0.sqlite", "ddp_rank0.sqlite"])
-def test_multirank_rank_is_measured_on_its_steps_and_profiles_compute_kernels(samples_dir: Path, name: str) -> None:
+def test_multirank_rank_is_measured_on_its_steps_and_profiles_compute_kernels(
+    samples_dir: Path, name: str
+) -> None:
     p = samples_dir / "multirank" / name
     if not p.exists():
         pytest.skip(f"{name} not generated")
     tl = load(p)
     assert tl.ranges.domains == ("NCCL",)  # NCCL's ranges are in its own NVTX domain
     d = diagnose_timeline(tl)[0]
-    assert "NVTX ranges 'step 1' to 'step 5' (5 iterations; the first, 'step 0', left out as warm-up)" in d.mechanism
+    assert (
+        "NVTX ranges 'step 1' to 'step 5' (5 iterations; the first, 'step 0', left out as warm-up)"
+        in d.mechanism
+    )
     assert "ncclAllReduce" not in d.mechanism
     assert d.bottleneck is Bottleneck.GPU_BOUND
     assert "ncu --set full" in d.next_step and "ncclDevKernel" not in d.next_step

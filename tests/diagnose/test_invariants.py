@@ -1,0 +1,262 @@
+"""Invariants over every kernel diagnosis of every Nsight Compute file we have (issue 12).
+
+Files: the shipped samples (data/samples/ncu), the blind validation gallery (data/validation/**, when it is
+there) and the third-party corpus (../shared/corpus, when it is there). Each file is skipped with a reason
+when absent. For every diagnosis (its primary part and every finding):
+
+1. a predicted duration is never below the physical floor of the work (computed here from the raw metrics,
+   independently of kprof's own floor: the bytes that must cross DRAM over the DRAM peak, and the FLOPs over
+   the fastest peak the report names);
+2. every metric named in evidence and expectations exists in the file, or is a documented derived quantity
+   (``kprof.diagnose.kernel.DERIVED``), a per-PC source counter of the file (``sass:<counter>``) or one of the
+   file's ncu rules; a missing metric may be named only with a missing (None) value;
+3. one quantity has one value: an expectation's ``value_now`` is the value of its metric in the file, evidence
+   quotes the value of the metric it names (up to a power-of-ten unit change), evidence and expectations that
+   name the same metric agree, and no text says "below N%" next to a value at or above N;
+4. ``healthy`` implies a grid that fills the GPU (a block per SM, SMs busy >= 80% of the elapsed cycles when
+   measured) and a limiting unit at or above the healthy fraction.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from kprof import thresholds as th
+from kprof.diagnose.kernel import DERIVED, DURATION, diagnose_kernels, metric_value
+from kprof.diagnose.roofline import roofline, sm_active_fraction
+from kprof.io import load
+from kprof.kernel_model import KernelLaunch, KernelProfile
+from kprof.model import Diagnosis, Evidence, Verdict
+from tests.conftest import CORPUS, REPO
+
+NCU_SUFFIXES = (".ncu-rep", ".ncu-rep.gz", ".csv", ".csv.gz")
+VALIDATION = REPO / "data" / "validation"
+
+
+def _is_ncu(p: Path) -> bool:
+    name = p.name
+    return name.endswith(NCU_SUFFIXES) and "labels" not in name and "manifest" not in name
+
+
+def _files() -> list[tuple[str, Path | None, str]]:
+    """(id, path or None, reason when None) for every place kernel reports live."""
+    out: list[tuple[str, Path | None, str]] = []
+    samples = REPO / "data" / "samples" / "ncu"
+    if samples.is_dir():
+        out += [(f"samples/{p.name}", p, "") for p in sorted(samples.iterdir()) if _is_ncu(p)]
+    else:
+        out.append(("samples", None, f"no sample gallery at {samples}"))
+    found = (
+        sorted(p for p in VALIDATION.rglob("*") if p.is_file() and _is_ncu(p)) if VALIDATION.is_dir() else []
+    )
+    found = [p for p in found if "workloads" not in p.parts and "timeline" not in p.parts]
+    if found:
+        out += [(f"validation/{p.relative_to(VALIDATION)}", p, "") for p in found]
+    else:
+        out.append(("validation", None, f"no kernel reports under {VALIDATION} yet"))
+    esmm = CORPUS / "ESMM-Research"
+    if esmm.is_dir():
+        out += [(f"corpus/{p.name}", p, "") for p in sorted(esmm.iterdir()) if _is_ncu(p)]
+    else:
+        out.append(("corpus", None, f"third-party corpus not present at {CORPUS}"))
+    return out
+
+
+FILES = _files()
+
+
+@cache
+def _diagnosed(path: Path) -> tuple[KernelProfile, tuple[Diagnosis, ...]]:
+    prof = load(path)
+    assert isinstance(prof, KernelProfile)
+    return prof, tuple(diagnose_kernels(prof))
+
+
+def _profile(path: Path | None, reason: str) -> tuple[KernelProfile, tuple[Diagnosis, ...]]:
+    if path is None:
+        pytest.skip(reason)
+    if ".ncu-rep" in path.name:
+        pytest.importorskip("ncu_report")
+    return _diagnosed(path)
+
+
+def _pairs(path: Path | None, reason: str) -> list[tuple[KernelLaunch, Diagnosis]]:
+    prof, diags = _profile(path, reason)
+    by_id = {k.id: k for k in prof.launches}
+    return [(by_id[d.subject.launch or 0], d) for d in diags]
+
+
+def _parts(d: Diagnosis) -> list[tuple[str, tuple[Evidence, ...]]]:
+    return [(d.headline, d.evidence)] + [(f.headline, f.evidence) for f in d.findings]
+
+
+# ----------------------------------------------------------------------------- metric names
+_SPLIT = re.compile(r"\s*(?:,|\s/\s|\s\+\s)\s*")
+_METRIC_ATOM = re.compile(r"^(?:derived:|sass:)?[A-Za-z0-9_@.:\-]+$")
+
+
+def metric_atoms(spec: str) -> list[str]:
+    """The metric names in an evidence/expectation ``metric`` field (``a / b``, ``a + b``, ``a, b``)."""
+    return [a for a in _SPLIT.split(spec.strip()) if a]
+
+
+def _sass_counters(k: KernelLaunch) -> set[str]:
+    return {c for line in k.sass for c in line.counters}
+
+
+def _known(k: KernelLaunch, atom: str) -> bool:
+    if atom in DERIVED:
+        return True
+    if atom.startswith("sass:"):
+        return atom.removeprefix("sass:") in _sass_counters(k)
+    if atom.startswith("rule:"):
+        return k.rule(atom.removeprefix("rule:")) is not None
+    return atom in k.metrics or k.rule(atom) is not None
+
+
+@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in FILES], ids=[i for i, _, _ in FILES])
+def test_every_named_metric_exists_or_is_documented(path: Path | None, reason: str) -> None:
+    for k, d in _pairs(path, reason):
+        for _, evidence in _parts(d):
+            for e in evidence:
+                if e.metric is None:
+                    assert "timeline" in e.name, f"{e.name}: evidence without a metric"
+                    continue
+                atoms = metric_atoms(e.metric)
+                assert atoms, e
+                for a in atoms:
+                    assert _METRIC_ATOM.match(a), f"{e.name}: {a!r} is words, not a metric name"
+                    assert _known(k, a) or e.value is None, (
+                        f"{k.name}: evidence {e.name!r} names {a!r}, which is neither in the file nor documented"
+                    )
+        for x in d.expect:
+            assert _METRIC_ATOM.match(x.metric), x.metric
+            assert _known(k, x.metric) or x.value_now is None, f"{k.name}: expectation names {x.metric!r}"
+
+
+# ----------------------------------------------------------------------------- one value
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=0.011, abs_tol=0.051)
+
+
+def _same_up_to_scale(v: float, m: float) -> bool:
+    return any(_same(v, m * 10.0**p) for p in (0, 2, -3, -6, -9, -12))
+
+
+@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in FILES], ids=[i for i, _, _ in FILES])
+def test_one_quantity_has_one_value(path: Path | None, reason: str) -> None:
+    for k, d in _pairs(path, reason):
+        quoted: dict[str, float] = {}
+        for _, evidence in _parts(d):
+            for e in evidence:
+                if e.metric is None or not isinstance(e.value, int | float):
+                    continue
+                atoms = metric_atoms(e.metric)
+                if len(atoms) == 1:
+                    m = metric_value(k, atoms[0])
+                    if m is not None and atoms[0] != DURATION:
+                        assert _same_up_to_scale(float(e.value), m), (
+                            f"{k.name}: {e.name} = {e.value} but {atoms[0]} = {m}"
+                        )
+                    prev = quoted.setdefault(e.metric, float(e.value))
+                    assert _same(prev, float(e.value)), f"{k.name}: {e.metric} quoted as {prev} and {e.value}"
+        for x in d.expect:
+            if x.value_now is None:
+                continue
+            m = metric_value(k, x.metric)
+            assert m is not None and _same(float(x.value_now), m), (
+                f"{k.name}: expectation {x.metric} value_now {x.value_now}, file says {m}"
+            )
+            if x.metric in quoted:
+                assert _same_up_to_scale(quoted[x.metric], float(x.value_now)), (
+                    f"{k.name}: {x.metric} is {quoted[x.metric]} in evidence, {x.value_now} in expect"
+                )
+        # The same ratio quoted twice (evidence and expectation in the same unit) is one quantity: "16.5
+        # wavefronts per shared load" in evidence and "down from 15.4" in expect are two quantities under one name.
+        ratios = {
+            e.unit: float(e.value) for e in d.evidence if "/" in e.unit and isinstance(e.value, int | float)
+        }
+        for x in d.expect:
+            if x.unit in ratios and x.value_now is not None:
+                assert _same(ratios[x.unit], float(x.value_now)), (
+                    f"{k.name}: {ratios[x.unit]} {x.unit} in evidence, {x.value_now} in expect"
+                )
+        for text, evidence in _parts(d):
+            for e in evidence:
+                for m in re.finditer(r"below (?:the )?(\d+(?:\.\d+)?)%", e.reference):
+                    if isinstance(e.value, int | float) and e.unit.startswith("%"):
+                        assert e.value < float(m.group(1)), f"{k.name}: '{e.reference}' for {e.value}"
+            for m in re.finditer(r"(\d+(?:\.\d+)?)% of (?:its )?peak, short of the (\d+)%", text):
+                assert float(m.group(1)) < float(m.group(2)), text
+
+
+# ----------------------------------------------------------------------------- floors
+def _independent_floor_ns(k: KernelLaunch) -> float | None:
+    """The most permissive floor: requested-or-moved DRAM bytes at the DRAM peak, all FLOPs at the fastest peak."""
+    r = roofline(k)
+    d = k.value(DURATION)
+    floors = []
+    moved = metric_value(k, "derived:dram_bytes")
+    ideal = k.value("memory_l2_theoretical_sectors_global_ideal")
+    if moved is not None and ideal is not None:
+        moved = min(moved, 32.0 * ideal)
+    if moved is not None and r.peak_bytes_per_s.get("dram"):
+        floors.append(moved / r.peak_bytes_per_s["dram"] * 1e9)
+    if d and r.flops and r.peak_flops:
+        fastest = max(r.peak_flops.values())
+        floors.append(sum(r.flops.values()) * d * 1e-9 / fastest * 1e9)
+    return max(floors) if floors else None
+
+
+@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in FILES], ids=[i for i, _, _ in FILES])
+def test_predicted_duration_is_never_below_the_floor(path: Path | None, reason: str) -> None:
+    for k, d in _pairs(path, reason):
+        for x in d.expect:
+            if x.metric != DURATION or x.target is None:
+                continue
+            now = k.value(DURATION)
+            assert now is not None and x.target <= now + 1, (
+                f"{k.name}: a duration 'down' to {x.target} from {now}"
+            )
+            floor = _independent_floor_ns(k)
+            if floor is not None:
+                assert x.target >= floor * 0.999, (
+                    f"{k.name}: target {x.target} ns below the floor {floor:.0f} ns"
+                )
+
+
+# ----------------------------------------------------------------------------- healthy
+@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in FILES], ids=[i for i, _, _ in FILES])
+def test_healthy_means_a_full_grid_at_the_roof(path: Path | None, reason: str) -> None:
+    for k, d in _pairs(path, reason):
+        if d.verdict is not Verdict.HEALTHY:
+            continue
+        sms = k.device_attributes.get("multiprocessor_count")
+        if k.blocks is not None and isinstance(sms, int | float):
+            assert k.blocks >= sms, f"{k.name}: healthy with {k.blocks} blocks on {sms} SMs"
+        busy = sm_active_fraction(k)
+        if busy is not None:
+            assert busy >= th.SMALL_GRID_ACTIVE_SM_FRACTION, f"{k.name}: healthy with SMs busy {busy:.0%}"
+        top = d.evidence[0]
+        assert isinstance(top.value, int | float) and top.value >= 100 * th.HEALTHY_FRACTION_OF_PEAK, top
+
+
+def test_metric_atoms_split_expressions() -> None:
+    assert metric_atoms("a__b.sum / c__d.sum") == ["a__b.sum", "c__d.sum"]
+    assert metric_atoms("x.sum, y.sum") == ["x.sum", "y.sum"]
+    assert metric_atoms("derived:dram_bytes") == ["derived:dram_bytes"]
+
+
+def test_the_checks_catch_what_they_check() -> None:
+    """The helpers flag a made-up metric and a quoted value that is not the metric's."""
+    from kprof.kernel_model import Metric
+
+    k = KernelLaunch(id=0, name="k", metrics={"dram__bytes_read.sum": Metric(10.0)})
+    assert _known(k, "dram__bytes_read.sum") and _known(k, "derived:dram_bytes")
+    assert not _known(k, "dram__bytes.sum") and not _known(k, "sass:inst_executed")
+    assert _same_up_to_scale(1.0, 1000.0) and not _same_up_to_scale(15.4, 16.5)
