@@ -49,9 +49,12 @@ def diagnose(source: Any, *, timeline: Any = None) -> list[Diagnosis]:
     from kprof.timeline_model import Timeline
 
     if isinstance(obj, Timeline):
+        from kprof.diagnose.critical_path import annotate
         from kprof.diagnose.timeline import diagnose_timeline
 
-        result = diagnose_timeline(obj)
+        result = annotate(
+            obj, diagnose_timeline(obj)
+        )  # sync/host-compute verdicts name their ops on the path
         path = path or obj.source
     elif isinstance(obj, KernelProfile):
         from kprof.diagnose.kernel import diagnose_kernels

@@ -753,6 +753,9 @@ WHY_NO_NCU: dict[Bottleneck | None, str] = {
     Bottleneck.HOST_LAUNCH_BOUND: "the GPU sits idle between many short launches: the time goes to launching "
     "them (Python and framework dispatch), not to running them. ncu times each kernel alone and would show "
     "healthy kernels; cut the launch count first (fusion, foreach ops, CUDA graphs, torch.compile).",
+    Bottleneck.HOST_COMPUTE_BOUND: "the GPU waits while the host computes something else (data loading, "
+    "preprocessing, Python logic) with no CUDA call in the gaps. ncu would profile kernels that are not the "
+    "problem; move that host work off the critical path first (DataLoader workers, preprocessing on the GPU).",
     Bottleneck.SYNC_BOUND: "the host keeps blocking on the GPU (.item(), synchronize, device-to-host copies in "
     "the loop), and the GPU idles while the host catches up. ncu replays kernels one at a time and cannot see "
     "those waits; remove the syncs first.",

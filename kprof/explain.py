@@ -106,14 +106,18 @@ _ENTRIES: dict[str, _Entry] = {
         "timeline",
         "The GPU sits idle between many short launches: the host issues work (Python, framework dispatch, "
         "launch calls) more slowly than the GPU runs it.",
-        "The steady state is less than GPU_BOUND_BUSY_FRACTION busy and, of its idle gaps, those during which "
-        "the host was still issuing work (not blocked in a sync or copy, not in start-up calls) explain the "
-        "most idle time. Host-caused idle time above MAX_DISPATCH_PER_LAUNCH_NS per launch is not dispatch "
-        "overhead, and the verdict is then inconclusive with the host-sampling capture to run.",
+        "Of the steady state's idle gaps, those during which the host was still issuing work (not blocked in a "
+        "sync or copy, not in start-up calls, not in stretches of HOST_COMPUTE_MIN_STRETCH_NS without any CUDA "
+        "call) hold the largest share of its wall time, and the kernels hold neither GPU_BOUND_BUSY_FRACTION of "
+        "it nor GPU_SHARE_OVER_CAUSE times that share. Host-caused idle time above MAX_DISPATCH_PER_LAUNCH_NS "
+        "per launch is not dispatch overhead, and the verdict is then inconclusive with the host-sampling "
+        "capture to run.",
         "Issue fewer, larger launches: CUDA graphs (torch.compile mode='reduce-overhead', torch.cuda.graphs), "
         "fused kernels, larger batches.",
         (
             "GPU_BOUND_BUSY_FRACTION",
+            "GPU_SHARE_OVER_CAUSE",
+            "HOST_COMPUTE_MIN_STRETCH_NS",
             "MAX_DISPATCH_PER_LAUNCH_NS",
             "TYPICAL_LAUNCH_OVERHEAD_NS",
             "MIN_FINDING_SHARE",
@@ -124,12 +128,23 @@ _ENTRIES: dict[str, _Entry] = {
         "timeline",
         "The GPU waits while the host computes something other than launching work: data loading and "
         "preprocessing, Python logic, a CPU loop.",
-        "Long idle gaps without CUDA API calls, covered by host operators or ranges (a DataLoader's __next__, "
-        "numpy preprocessing), explain the most idle time of a steady state below GPU_BOUND_BUSY_FRACTION busy; "
-        "the diagnosis names the operator or range that covers the most idle time.",
+        "Idle gaps that lie mostly in stretches of at least HOST_COMPUTE_MIN_STRETCH_NS in which the launching "
+        "threads made no CUDA call hold the largest share of the steady state's wall time (the kernels hold "
+        "neither GPU_BOUND_BUSY_FRACTION of it nor GPU_SHARE_OVER_CAUSE times that share). The diagnosis names "
+        "the CPU operator, annotated range or OS runtime call that best covers those gaps (covering at least "
+        "DOMINANT_SHARE of them), and words the fix for it; with fewer than MIN_ITERATIONS_FOR_WARMUP_DROP such "
+        "gaps the verdict is inconclusive (one-time host work or too few iterations to tell).",
         "Move the host work off the critical path: DataLoader workers with pin_memory and prefetch, "
-        "preprocessing on the GPU, or overlapping it on another thread.",
-        ("GPU_BOUND_BUSY_FRACTION", "MAX_DISPATCH_PER_LAUNCH_NS", "MIN_FINDING_SHARE"),
+        "preprocessing on the GPU, or overlapping it on another thread; not CUDA graphs (the gaps hold no "
+        "launches).",
+        (
+            "HOST_COMPUTE_MIN_STRETCH_NS",
+            "GPU_BOUND_BUSY_FRACTION",
+            "GPU_SHARE_OVER_CAUSE",
+            "DOMINANT_SHARE",
+            "MIN_ITERATIONS_FOR_WARMUP_DROP",
+            "MIN_FINDING_SHARE",
+        ),
         _TIMELINE,
     ),
     "sync_bound": _Entry(
@@ -148,34 +163,51 @@ _ENTRIES: dict[str, _Entry] = {
     "transfer_bound": _Entry(
         "timeline",
         "Copies between host and device dominate, or are pageable or not overlapped with compute.",
-        "Copy time not overlapped by compute exceeds DOMINANT_SHARE of the GPU-busy time, or waits in blocking "
-        "copies (whose own transfer takes at least BLOCKING_COPY_SHARE of the call) explain the most idle time.",
-        "Copy less (keep data on the GPU), copy from pinned memory with non_blocking=True, and overlap copies "
-        "with compute on a separate stream.",
-        ("DOMINANT_SHARE", "BLOCKING_COPY_SHARE", "GPU_BOUND_BUSY_FRACTION"),
+        "Copy time not overlapped by compute plus GPU idle behind blocking copies (whose own transfer takes at "
+        "least BLOCKING_COPY_SHARE of the call) holds the largest share of the steady state's wall time. The "
+        "expectation is bounded by the host link (HOST_LINK_PEAK_BYTES_PER_S): when the copies cannot hide "
+        "behind the compute there is, only keeping the data on the GPU reaches the target, and the fix says so.",
+        "Copy less (keep data on the GPU), copy from pinned memory with non_blocking=True (pinning is advised "
+        "only for pageable copies), and overlap copies with compute on a separate stream.",
+        (
+            "DOMINANT_SHARE",
+            "BLOCKING_COPY_SHARE",
+            "GPU_BOUND_BUSY_FRACTION",
+            "GPU_SHARE_OVER_CAUSE",
+            "HOST_LINK_PEAK_BYTES_PER_S",
+        ),
         _TIMELINE,
     ),
     "gpu_bound": _Entry(
         "timeline",
         "The time is in GPU work: the kernels themselves set the speed.",
         "The union of kernel, copy, memset and graph intervals on the busiest GPU covers at least "
-        "GPU_BOUND_BUSY_FRACTION of the steady state's wall time. The diagnosis names the TOP_KERNELS kernels "
-        "by their share of GPU time, each with the exact ncu command that profiles it.",
+        "GPU_BOUND_BUSY_FRACTION of the steady state's wall time, or the kernels hold more than DOMINANT_SHARE "
+        "of it and GPU_SHARE_OVER_CAUSE times the largest idle cause (shares decide). The diagnosis names the "
+        "TOP_KERNELS kernels by their share of GPU time, each with the exact ncu command that profiles it.",
         "Profile the named kernels with Nsight Compute (step 2); at the timeline level there is nothing to "
         "change but doing less work.",
-        ("GPU_BOUND_BUSY_FRACTION", "TOP_KERNELS"),
+        ("GPU_BOUND_BUSY_FRACTION", "GPU_SHARE_OVER_CAUSE", "DOMINANT_SHARE", "TOP_KERNELS"),
         _TIMELINE,
     ),
     "startup_bound": _Entry(
         "timeline",
         "One-time work (context creation, module and library loading, handle creation, teardown) dominates a "
         "capture that holds no repeated work after it.",
-        "One-time work takes more than STARTUP_SHARE of the captured wall time and nothing after it is "
-        "repeated work (with at least MIN_ITERATIONS_FOR_WARMUP_DROP iterations, the first is warm-up and the "
-        "steady state leads instead).",
+        "One-time work (start-up: the first call that created the context, by CONTEXT_CREATION_RATIO; module "
+        "loading; compile and autotune ranges; teardown after the last GPU work) takes more than STARTUP_SHARE "
+        "of the captured wall time and nothing after it is repeated work: fewer than "
+        "MIN_ITERATIONS_FOR_WARMUP_DROP iterations, and less than REPEATED_WORK_SHARE of the launches are of "
+        "kernels that run in each third of them. Otherwise the steady state leads and start-up and teardown "
+        "are findings with their share of the capture.",
         "Capture the steady state only (nsys --capture-range=cudaProfilerApi around the loop, or a profiler "
         "schedule with warm-up steps), or amortize start-up over a longer run.",
-        ("STARTUP_SHARE", "MIN_ITERATIONS_FOR_WARMUP_DROP"),
+        (
+            "STARTUP_SHARE",
+            "MIN_ITERATIONS_FOR_WARMUP_DROP",
+            "REPEATED_WORK_SHARE",
+            "CONTEXT_CREATION_RATIO",
+        ),
         _TIMELINE,
     ),
     # ------------------------------------------------------------------ job

@@ -514,12 +514,13 @@ def trace_events(
     --------
     >>> info, events = trace_events(Timeline(source="x", format="nsys"))  # doctest: +SKIP
     """
+    from kprof.diagnose.critical_path import annotate
     from kprof.diagnose.timeline import diagnose_timeline, gap_causes
 
     if gaps is None:
         gaps = gap_causes(tl)
     if diagnoses is None:
-        diagnoses = diagnose_timeline(tl) if tl.gpu_op_count else []
+        diagnoses = annotate(tl, diagnose_timeline(tl)) if tl.gpu_op_count else []
     diag = diagnoses[0] if diagnoses else None
     span = tl.span_ns() or (0, 0)
     origin = span[0]
@@ -619,11 +620,12 @@ def write_trace(
     >>> import kprof
     >>> write_trace(kprof.load("data/samples/timeline/sync_bound.sqlite"), "sync.json.gz")  # doctest: +SKIP
     """
+    from kprof.diagnose.critical_path import annotate
     from kprof.diagnose.timeline import diagnose_timeline
 
     out = Path(output)
     if diagnoses is None:
-        diagnoses = diagnose_timeline(tl) if tl.gpu_op_count else []
+        diagnoses = annotate(tl, diagnose_timeline(tl)) if tl.gpu_op_count else []
     info, events = trace_events(tl, diagnoses)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
@@ -649,10 +651,11 @@ def write_trace(
 
 def trace_bytes(tl: Timeline, diagnoses: Sequence[Diagnosis] | None = None) -> tuple[TraceInfo, bytes]:
     """The gzip-compressed trace in memory (what the HTML report embeds)."""
+    from kprof.diagnose.critical_path import annotate
     from kprof.diagnose.timeline import diagnose_timeline
 
     if diagnoses is None:
-        diagnoses = diagnose_timeline(tl) if tl.gpu_op_count else []
+        diagnoses = annotate(tl, diagnose_timeline(tl)) if tl.gpu_op_count else []
     info, events = trace_events(tl, diagnoses)
     buf = io.BytesIO()
     with (
@@ -778,6 +781,8 @@ def cli(args: argparse.Namespace) -> int:
         + ". Open it in ui.perfetto.dev or chrome://tracing.",
         file=sys.stdout,
     )
+    if info.critical_path is not None:
+        print(info.critical_path.to_text(), file=sys.stdout)
     return 0
 
 

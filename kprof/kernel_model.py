@@ -127,6 +127,9 @@ class KernelLaunch:
     metrics: Mapping[str, Metric] = field(default_factory=lambda: MappingProxyType({}))
     rules: tuple[RuleResult, ...] = ()
     sass: tuple[SassLine, ...] = ()
+    source_files: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Source files the report names for this kernel, path -> text (``""`` when the file was not
+    embedded: ncu's ``--import-source yes`` embeds it; ``-lineinfo`` alone maps the SASS to it)."""
     sections: tuple[str, ...] = ()
     """Identifiers of the ncu sections collected (``SpeedOfLight``, ``MemoryWorkloadAnalysis``, ...)."""
     process: str | None = None
@@ -134,6 +137,7 @@ class KernelLaunch:
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", _frozen_map(self.metrics))
         object.__setattr__(self, "device_attributes", _frozen_map(self.device_attributes))
+        object.__setattr__(self, "source_files", _frozen_map(self.source_files))
         for name in ("grid", "block"):
             v = getattr(self, name)
             if v is not None:
@@ -184,6 +188,14 @@ class KernelLaunch:
         if self.grid is None:
             return None
         return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def source_line(self, file: str | None, line: int | None) -> str:
+        """The text of ``line`` (1-based) of ``file`` when the report embeds that file, else ``""``."""
+        if not file or line is None or line < 1:
+            return ""
+        text = self.source_files.get(file) or ""
+        lines = text.splitlines()
+        return lines[line - 1] if line <= len(lines) else ""
 
     def to_dataframe(self) -> pd.DataFrame:
         """All raw metrics of this launch: columns ``metric``, ``value``, ``unit`` (on request, never a headline)."""

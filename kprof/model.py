@@ -32,6 +32,7 @@ class Bottleneck(enum.StrEnum):
 
     # timeline level
     HOST_LAUNCH_BOUND = "host_launch_bound"
+    HOST_COMPUTE_BOUND = "host_compute_bound"
     SYNC_BOUND = "sync_bound"
     TRANSFER_BOUND = "transfer_bound"
     GPU_BOUND = "gpu_bound"
@@ -63,6 +64,7 @@ class Bottleneck(enum.StrEnum):
 TIMELINE_BOTTLENECKS = frozenset(
     {
         Bottleneck.HOST_LAUNCH_BOUND,
+        Bottleneck.HOST_COMPUTE_BOUND,
         Bottleneck.SYNC_BOUND,
         Bottleneck.TRANSFER_BOUND,
         Bottleneck.GPU_BOUND,
@@ -114,6 +116,9 @@ class Subject:
     """GPU name, when known."""
     ranks: int | None = None
     """Number of ranks, for a job."""
+    language: str | None = None
+    """For a kernel: the language it was written in (``cuda``, ``triton``, ``pytorch``, ``inductor``,
+    ``library``, ``unknown``), told from the report's source files and names (words only, never a verdict)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, SubjectKind):
@@ -226,19 +231,90 @@ class Confidence:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceLine:
+    """One source line (or, without line info, one SASS instruction) responsible for a bottleneck.
+
+    ``share`` is the line's part of what the bottleneck measures (excess sectors, replayed wavefronts,
+    stall samples, ...: ``quantity`` says which), summed over the SASS instructions of that line.
+
+    Examples
+    --------
+    >>> w = SourceLine(file="k.cu", line=22, text="float pe = pos_t[col * rows + row];", share=1.0,
+    ...                instruction="LDG.E.CONSTANT", value=14680064, quantity="excess L2 sectors")
+    >>> w.describe()
+    'k.cu:22 (100% of the excess L2 sectors, LDG.E.CONSTANT): float pe = pos_t[col * rows + row];'
+    """
+
+    file: str | None = None
+    """The source file as the report names it (a path on the profiled machine), or None without line info."""
+    line: int | None = None
+    text: str = ""
+    """The line's source text, when the report embeds the file (``--import-source yes``)."""
+    share: float | None = None
+    """Share (0..1) of the bottleneck's measured quantity on this line."""
+    instruction: str = ""
+    """The SASS opcode at fault on this line (the one carrying most of the quantity), e.g. ``LDG.E.CONSTANT``."""
+    value: Number | None = None
+    """The quantity on this line, in the unit of ``quantity``."""
+    quantity: str = ""
+    """What ``value`` and ``share`` count, e.g. ``"excess L2 sectors"``, ``"stall samples"``."""
+    detail: str = ""
+    """What the instruction does wrong here, in numbers, e.g. ``"32 sectors per request, ideal 4"``."""
+    pc: int | None = None
+    """Offset of that instruction from the function's entry (bytes)."""
+
+    def __post_init__(self) -> None:
+        if self.share is not None and not (0.0 <= self.share <= 1.0):
+            raise ValueError(f"source line share must be within 0..1, got {self.share!r}")
+        _finite(self.value, "source line value")
+
+    @property
+    def location(self) -> str:
+        """``file:line`` with the file's base name, or ``SASS +0x1a0`` without line info."""
+        if self.file and self.line is not None:
+            return f"{self.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{self.line}"
+        if self.pc is not None:
+            return f"SASS +{self.pc:#x}"
+        return "unknown location"
+
+    def describe(self) -> str:
+        """One line: location, share, instruction, detail and source text."""
+        parts = []
+        if self.share is not None:
+            parts.append(
+                f"{_sig(100 * self.share)}% of the {self.quantity}"
+                if self.quantity
+                else f"{_sig(100 * self.share)}%"
+            )
+        if self.instruction:
+            parts.append(self.instruction)
+        if self.detail:
+            parts.append(self.detail)
+        s = self.location + (f" ({', '.join(parts)})" if parts else "")
+        if self.text.strip():
+            s += f": {self.text.strip()}"
+        return s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    """A secondary finding, ranked by the share of the gap it explains."""
+    """A secondary finding, ranked by the share of the time it explains."""
 
     bottleneck: Bottleneck
     headline: str
     evidence: tuple[Evidence, ...] = ()
     share: float | None = None
-    """Share (0..1) of the gap to the roofline (or of idle time) that it explains; None if unknown."""
+    """Share (0..1) of the time in question that it explains, None if unknown: of the kernel's gap to its
+    roofline for a kernel finding, of the steady state's wall time (start-up and teardown: of the capture's)
+    for a timeline finding; the headline says which."""
+    where: tuple[SourceLine, ...] = ()
+    """The source lines responsible, most first (see :class:`SourceLine`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.bottleneck, Bottleneck):
             object.__setattr__(self, "bottleneck", Bottleneck(self.bottleneck))
         object.__setattr__(self, "evidence", tuple(self.evidence))
+        object.__setattr__(self, "where", tuple(self.where))
         if self.share is not None and not (0.0 <= self.share <= 1.0):
             raise ValueError(f"finding share must be within 0..1, got {self.share!r}")
 
@@ -273,6 +349,10 @@ class Diagnosis:
     findings: tuple[Finding, ...] = ()
     file: str | None = None
     """The input file the diagnosis came from."""
+    where: tuple[SourceLine, ...] = ()
+    """The source lines responsible, most first, when the profile has source (see :class:`SourceLine`)."""
+    where_note: str = ""
+    """Why ``where`` is empty or partial, and how to get the lines (``-lineinfo``, ``--import-source yes``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.verdict, Verdict):
@@ -283,7 +363,7 @@ class Diagnosis:
             raise ValueError("bottleneck may be None only when the verdict is inconclusive")
         if not self.headline.strip():
             raise ValueError("a diagnosis needs a headline")
-        for name in ("evidence", "expect", "findings"):
+        for name in ("evidence", "expect", "findings", "where"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.verdict is Verdict.INCONCLUSIVE and not self.next_step.strip():
             raise ValueError("an inconclusive diagnosis must say what would settle it (next_step)")
@@ -304,6 +384,8 @@ class Diagnosis:
             "confidence": _to_jsonable(self.confidence),
             "next_step": self.next_step,
             "findings": [_to_jsonable(f) for f in self.findings],
+            "where": [_to_jsonable(w) for w in self.where],
+            "where_note": self.where_note,
         }
 
     @classmethod
@@ -323,6 +405,8 @@ class Diagnosis:
                 confidence=_from_jsonable(Confidence, data["confidence"]),
                 next_step=data.get("next_step", ""),
                 findings=tuple(_from_jsonable(Finding, f) for f in data.get("findings", ())),
+                where=tuple(_from_jsonable(SourceLine, w) for w in data.get("where", ())),
+                where_note=data.get("where_note", ""),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a kprof diagnosis: {exc}") from exc
@@ -448,6 +532,8 @@ def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
     for name, value in data.items():
         if cls is Finding and name == "evidence":
             value = tuple(_from_jsonable(Evidence, e) for e in value)
+        elif cls is Finding and name == "where":
+            value = tuple(_from_jsonable(SourceLine, w) for w in value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[name] = value
@@ -464,6 +550,7 @@ __all__ = [
     "Evidence",
     "Expectation",
     "Finding",
+    "SourceLine",
     "Subject",
     "SubjectKind",
     "Verdict",

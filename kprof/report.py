@@ -535,6 +535,7 @@ def timeline_gaps(tl: Timeline) -> Any:
 
 GAP_CAUSE_LABELS = {
     "host": "host issuing",
+    "host_compute": "host computing",
     "sync": "after sync",
     "copy": "copy",
     "startup": "start-up",

@@ -31,6 +31,14 @@ warm-up and left out of the steady state: DESIGN.md's measured pitfall (lazy ker
 20-48 ms of cuLibraryLoadData, handle creation in the first iterations). With fewer, dropping
 one would leave too little to measure."""
 
+WARMUP_STEP_RATIO = 3.0
+"""After the first iteration (always warm-up), the next ones are warm-up too while each runs more than 3x
+the median iteration (or still holds start-up work). Measured on every capture with iterations in the
+samples, the validation gallery and the corpus: after the first three, iterations ran at most 2.2x the
+median (teardown_after_loop 2.18x, cuda_graph_replay 1.81x); the second iteration of whole-process
+captures ran 2.3-715x (lazy loading, handle creation, the optimizer's first step; the Kineto traces'
+ProfilerStep#1 of whole runs 44-715x)."""
+
 CLOCK_ALIGNMENT_SLACK_NS = 1_000
 """Tolerance when matching a host API call's end against a GPU timestamp: CUPTI converts GPU
 timestamps to the host clock, and a blocking call returns a few hundred ns to ~1 us after the
@@ -55,6 +63,40 @@ busiest Python traces (ResNet-50, the 128-rank sampled job); 1 ms is ~7x the slo
 it the host is doing other work (CPU compute, compilation, I/O) and the diagnosis says so
 (inconclusive, with the host-sampling capture to run)."""
 
+REPEATED_WORK_SHARE = 0.75
+"""The work after start-up is a loop (a steady state) when at least 75% of its launches are of kernels
+(CUDA graphs, copy directions) that occur in each third of the launch sequence (see
+:func:`kprof.diagnose.phases.repeats`). A loop of >= 3 identical iterations scores 1.0 by construction
+(each third holds a whole iteration). Measured on the samples and the corpus: every loop of >= 3
+iterations scored 0.92-1.0 (the H200 samples 1.0, ResNet-50 1.0, CloverLeaf 0.99, the DDP ranks 1.0,
+HTA's ns-resolution DDP trace 0.92-1.0; the validation gallery's loops without step markers 0.92-1.0, the
+lowest a batch-1 decode loop); one or two passes scored 0.18-0.53 (the AlexNet benchmark's warm-up +
+measured forward 0.53, its measured forward alone 0.18, HTA's two-step sampled ranks 0.33-0.35). 0.75 lies
+between the two groups."""
+
+CONTEXT_CREATION_RATIO = 10.0
+"""The first CUDA call of a capture created the context (start-up, not the loop's) when it took over 10x
+the median of the other calls of the same name (beyond its own GPU work). Measured in the corpus: the
+context-creating cudaMalloc took 234 ms against 0.2 ms for the next ones (CloverLeaf, A100: 1000x), the
+cudaHostRegister 305 ms against 1.4 ms (saxpy, A100: 200x); an ordinary first call of a capture that
+starts mid-program sits at ~1x. 10x keeps a wide margin on both sides."""
+
+HOST_COMPUTE_MIN_STRETCH_NS = 1_000_000
+"""An idle gap is host computation, not dispatch, when most of it lies in stretches of at least 1 ms in
+which the launching threads made no CUDA call. Dispatching one operator issues its launch within
+10-145 us (MAX_DISPATCH_PER_LAUNCH_NS: 10-14 us on the H200 samples, 54-145 us in the corpus's busiest
+Python traces); 1 ms without any CUDA call is ~7x the slowest of those, so the host was doing something
+other than issuing GPU work (data loading, preprocessing, Python logic, communication)."""
+
+GPU_SHARE_OVER_CAUSE = 2.0
+"""Below GPU_BOUND_BUSY_FRACTION, the kernels still lead (``gpu_bound``) when they hold more than half of
+the steady state (DOMINANT_SHARE) and at least twice the time of the largest idle cause: shares decide.
+Calibrated on judgements, not fitted: the gallery's ``sync_bound`` sample (kernels 60% of the wall, idle
+after syncs 40%: ratio 1.5, built to be sync-bound), issue 13's ResNet-50 example (kernels 73% of the span,
+host-only gaps 23%: ratio 3.2, gpu_bound) and the blind-labelled validation capture ``busy73_host_gaps``
+(kernels 71%, host-only gaps 28.5%: ratio 2.5, labelled gpu_bound). 2 lies between them; the removable
+idle time is then at most half the kernel time (Amdahl: the cause's fix wins at most 1 / (1 - share))."""
+
 THREAD_HANDOFF_MIN_NS = MAX_DISPATCH_PER_LAUNCH_NS
 """A host thread that records nothing (no operator, range or CUDA call) for more than 1 ms while another
 thread is busy was waiting for that thread (PyTorch's autograd thread waits for the forward pass on the
@@ -78,6 +120,35 @@ Holistic Trace Analysis does."""
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""
+
+HOST_LINK_PEAK_BYTES_PER_S = (
+    ("GH200", 450e9),
+    ("GB200", 450e9),
+    ("B200", 63.0e9),
+    ("H200", 63.0e9),
+    ("H100", 63.0e9),
+    ("H800", 63.0e9),
+    ("L40", 31.5e9),
+    ("L4", 31.5e9),
+    ("A100", 31.5e9),
+    ("A800", 31.5e9),
+    ("A40", 31.5e9),
+    ("A30", 31.5e9),
+    ("A10", 31.5e9),
+    ("RTX 40", 31.5e9),
+    ("RTX 30", 31.5e9),
+    ("RTX A", 31.5e9),
+    ("V100", 15.75e9),
+    ("T4", 15.75e9),
+    ("RTX 20", 15.75e9),
+    ("Quadro", 15.75e9),
+)
+"""Peak host<->device bandwidth per direction by GPU name (first substring that matches): the floor of a
+copy is its bytes over this rate, whatever pinning or overlap does. PCIe x16 per direction: Gen5 32 GT/s
+x 16 lanes x 128/130 = 63.0 GB/s (Hopper, and B200's PCIe host link), Gen4 31.5 GB/s (Ampere, Ada),
+Gen3 15.75 GB/s (Volta, Turing, older Quadro); Grace Hopper / Grace Blackwell reach the CPU over NVLink-C2C
+at 450 GB/s per direction (NVIDIA GH200 datasheet: 900 GB/s total). Measured copies stay below these
+(the H200 samples' pinned copies: see data/samples/README.md). An unknown GPU gets no floor."""
 
 TOP_KERNELS = 3
 """Kernels named (with their ncu command) in a gpu_bound diagnosis: the three largest shares of GPU

@@ -31,7 +31,7 @@ def test_json_contract(monkeypatch, capsys, tmp_path):
     d = out["diagnoses"][0]
     assert set(d) == {
         "file", "subject", "bottleneck", "verdict", "headline", "evidence", "mechanism",
-        "fix", "expect", "confidence", "next_step", "findings",
+        "fix", "expect", "confidence", "next_step", "findings", "where", "where_note",
     }  # fmt: skip
     assert d["file"] == str(f)
     assert d["subject"]["name"] == "void k<float, 4>(int*)"
@@ -116,7 +116,7 @@ def test_subcommands_registered():
 
 CONTRACT_KEYS = {
     "file", "subject", "bottleneck", "verdict", "headline", "evidence", "mechanism",
-    "fix", "expect", "confidence", "next_step", "findings",
+    "fix", "expect", "confidence", "next_step", "findings", "where", "where_note",
 }  # fmt: skip
 
 

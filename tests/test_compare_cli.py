@@ -16,7 +16,7 @@ TL = SAMPLES / "timeline"
 COMPARISON_KEYS = ["subject", "verdict", "speedup", "before", "after", "expectations"]
 DIAGNOSIS_KEYS = {
     "file", "subject", "bottleneck", "verdict", "headline", "evidence", "mechanism",
-    "fix", "expect", "confidence", "next_step", "findings",
+    "fix", "expect", "confidence", "next_step", "findings", "where", "where_note",
 }  # fmt: skip
 EXPECTATION_KEYS = ["metric", "direction", "target", "before", "after", "met"]
 

@@ -165,10 +165,9 @@ def test_the_gpu_bound_capture_marks_every_steady_launch_of_the_named_kernel(tmp
         pytest.skip("gpu_bound.sqlite not in data/samples")
     _, diags, _, sl = _export(src, tmp_path)
     ncu = _on(sl, KPROF_PID, NCU_TID)
-    # 78 launches of the GEMM in the steady state, as the diagnosis's evidence says
+    # as many launches of the GEMM in the steady state as the diagnosis's evidence says (78 today)
     ev = next(e for e in diags[0].evidence if e.metric == "gpu_time_share")
-    assert ev.reference.startswith(f"{len(ncu)} launches")
-    assert len(ncu) == 78
+    assert len(ncu) > 10 and ev.reference.startswith(f"{len(ncu)} launches")
 
 
 def test_gap_slices_name_what_covered_them(tmp_path: Path) -> None:
@@ -282,7 +281,10 @@ def test_cli_writes_the_trace_and_refuses_bad_input_in_one_line(tmp_path: Path) 
         pytest.skip("samples missing")
     r = _cli(str(src), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("wrote sync_bound.trace.json.gz: 321 idle gaps (sync ")
+    n_gaps = len(gap_causes(kprof.load(src)))
+    assert r.stdout.startswith(f"wrote sync_bound.trace.json.gz: {n_gaps:,} idle gaps (sync ")
+    assert "\ncritical path of 5 steps (NVTX range 'step #', median " in r.stdout
+    assert "  sync: cudaStreamSynchronize " in r.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sync_bound.trace.json.gz"]  # no temporary left
     ct.validate(ct.load(tmp_path / "sync_bound.trace.json.gz"))
 

@@ -65,7 +65,7 @@ def test_to_dict_has_every_contract_field_in_order():
     keys = list(make().to_dict())
     assert keys == [
         "file", "subject", "bottleneck", "verdict", "headline", "evidence", "mechanism",
-        "fix", "expect", "confidence", "next_step", "findings",
+        "fix", "expect", "confidence", "next_step", "findings", "where", "where_note",
     ]  # fmt: skip
 
 

@@ -35,12 +35,15 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kprof import thresholds as th
 from kprof.timeline_model import ApiCategory, Timeline, api_base_name
+
+if TYPE_CHECKING:
+    from kprof.model import Diagnosis
 
 KINDS: tuple[str, ...] = (
     "kernel",
@@ -761,6 +764,37 @@ def path_sentence(summary: CriticalPathSummary, bottleneck: str) -> str | None:
     return None
 
 
+NAMED_ON_PATH = ("sync_bound", "host_compute_bound")
+"""The timeline verdicts whose mechanism names the operations on the critical path (:func:`annotate`)."""
+
+ANNOTATE_MAX_STEPS = 50
+"""Steps walked to annotate a diagnosis (spread evenly over the steady state): the shares of 50 steps
+already vary by less than the run-to-run noise of a host-bound loop (TIMELINE_HOST_BOUND_NOISE), and
+it keeps the walk to a fraction of a second on a long capture."""
+
+
+def annotate(tl: Timeline, diagnoses: Sequence[Diagnosis]) -> list[Diagnosis]:
+    """The diagnoses, the first one's mechanism extended by :func:`path_sentence` when its verdict is one
+    of :data:`NAMED_ON_PATH` (the operations on the steps' critical path and their share of the step).
+
+    Examples
+    --------
+    >>> annotate(Timeline(source="x", format="nsys"), [])
+    []
+    """
+    import dataclasses
+
+    out = list(diagnoses)
+    bottleneck = out[0].bottleneck if out else None
+    if bottleneck is None or bottleneck.value not in NAMED_ON_PATH:
+        return out
+    d = out[0]
+    sentence = path_sentence(critical_paths(tl, max_steps=ANNOTATE_MAX_STEPS), bottleneck.value)
+    if sentence:
+        out[0] = dataclasses.replace(d, mechanism=f"{d.mechanism} {sentence}".strip())
+    return out
+
+
 def agreement(a: dict[str, float], b: dict[str, float]) -> float:
     """1 - total variation distance between two share breakdowns (1: identical, 0: disjoint).
 
@@ -775,13 +809,16 @@ def agreement(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 __all__ = [
+    "ANNOTATE_MAX_STEPS",
     "HTA_KIND",
     "KINDS",
+    "NAMED_ON_PATH",
     "UNCOVERED",
     "CriticalPath",
     "CriticalPathSummary",
     "Segment",
     "agreement",
+    "annotate",
     "critical_paths",
     "path_sentence",
     "window_path",

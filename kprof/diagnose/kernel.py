@@ -32,6 +32,7 @@ from typing import Any
 
 from kprof import commands
 from kprof import thresholds as th
+from kprof.diagnose.localize import localized
 from kprof.diagnose.roofline import (
     COMPUTE_SOL,
     MEMORY_SOL,
@@ -2982,6 +2983,7 @@ def _resource_diagnosis(
     )
 
 
+@localized
 def diagnose_launch(
     k: KernelLaunch,
     *,

@@ -36,6 +36,11 @@ _FP_OPS = {
     "fp64": ("dadd", "dmul", "dfma"),
     "fp16": ("hadd", "hmul", "hfma"),
 }
+# FLOP per predicated-on thread instruction (add, mul, fma), as ncu's own roofline sections count them: an FMA is 2;
+# FP16 instructions are packed (HADD2/HMUL2/HFMA2: two lanes), so 2, 2 and 4 (SpeedOfLight_HierarchicalHalfRooflineChart
+# defines derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x4 and the hadd/hmul _x2 metrics). The ceiling is
+# the fma weight times the fma peak: on Hopper the non-tensor FP16 peak is twice the FP32 one, not equal to it.
+_FP_WEIGHTS = {"fp32": (1, 1, 2), "fp64": (1, 1, 2), "fp16": (2, 2, 4)}
 
 # (byte counter, unit whose clock scales its per-cycle peak), preferred first.
 _BYTE_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -293,17 +298,22 @@ def roofline(k: KernelLaunch) -> Roofline:
             _v(k, f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
             for op in (add, mul, fma)
         ]
+        wa, wm, wf = _FP_WEIGHTS[prec]
         if all(x is not None for x in per_cycle) and smsp_clock:
             a, m, f = (x or 0.0 for x in per_cycle)
-            flops[prec] = (a + m + 2 * f) * smsp_clock
+            flops[prec] = (wa * a + wm * m + wf * f) * smsp_clock
         else:
             counts = [_v(k, f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum") for op in (add, mul, fma)]
             if any(c is not None for c in counts) and dur_s:
                 a, m, f = (c or 0.0 for c in counts)
-                flops[prec] = (a + m + 2 * f) / dur_s
+                flops[prec] = (wa * a + wm * m + wf * f) / dur_s
+        # The report's own ceiling when its roofline section defined one, else the same product from the raw peak.
+        pk_ops = _v(k, f"derived__sm__sass_thread_inst_executed_op_{fma}_pred_on_x{wf}")
         pk = _v(k, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained")
-        if pk is not None and sm_clock:
-            peak[prec] = 2 * pk * sm_clock
+        if pk_ops is None and pk is not None:
+            pk_ops = wf * pk
+        if pk_ops is not None and sm_clock:
+            peak[prec] = pk_ops * sm_clock
     path_peaks: dict[str, float] = {}
     tensor_path = _tensor_paths(k, flops, peak, path_peaks)
     if tensor_path is None:
@@ -375,4 +385,26 @@ def roofline(k: KernelLaunch) -> Roofline:
     )
 
 
-__all__ = ["LEVELS", "PRECISIONS", "Roofline", "roofline", "sm_active_fraction"]
+TMA_LOAD_BYTES = "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"
+_ASYNC_COPIES = ("UTMALDG", "LDGSTS", "UBLKCP")
+
+
+def unseen_traffic(k: KernelLaunch) -> dict[str, str]:
+    """Memory levels whose byte counter misses most of this launch's traffic, with the reason.
+
+    The roofline's L1 bytes are L1TEX's LSU writeback bytes (ncu's "L1 Roofline (Global/Local)"): data that
+    TMA (``UTMALDG``, ``cp.async.bulk.tensor``) or ``cp.async`` (``LDGSTS``) copies from L2 straight into shared
+    memory never passes the LSU writeback, so a kernel fed that way sits at a meaningless L1 intensity (the H200
+    BF16 GEMM samples: 0.3-0.5 MB counted where gigabytes moved). Told from executed async copies in the SASS or
+    from the TMA load bytes the report counts.
+    """
+    executed = any(
+        s.mnemonic in _ASYNC_COPIES and (s.counters.get("inst_executed", 1.0) or 0.0) > 0 for s in k.sass
+    )
+    tma = k.value(TMA_LOAD_BYTES)
+    if executed or (tma is not None and tma > 0):
+        return {"l1": "loads by TMA or cp.async (UTMALDG, LDGSTS) bypass the L1 load/store counters"}
+    return {}
+
+
+__all__ = ["LEVELS", "PRECISIONS", "Roofline", "roofline", "sm_active_fraction", "unseen_traffic"]

@@ -5,35 +5,47 @@
 
 How it decides (every threshold is in :mod:`kprof.thresholds`, each with its source):
 
-1. **Steady state.** Start-up (the first iteration, lazy module loading, context and
-   library handle creation) is told apart from the steady state: with >= 3 iterations
-   (profiler steps, or top-level NVTX ranges that repeat under one name once digits are
-   ignored) the first is left out; without iterations the steady state begins after the
-   last start-up API call (module/library loading, context creation) issued before the
-   bulk of the GPU work.
+1. **The steady state leads.** One-time work is told apart from the steady state. With >= 3
+   iterations (profiler steps, or top-level NVTX ranges that repeat under one name once digits
+   are ignored; a communication library's own ranges, NCCL's or MPI's, never count) the steady
+   state runs from the end of the first iteration to when the GPU finishes the last one's work.
+   Without iterations it begins at the first call that gives the GPU work after the last
+   start-up (module and library loading, the first call that created the context, run-time
+   compilation and autotuning ranges: :mod:`kprof.diagnose.phases`) issued before the bulk of
+   the GPU work, and ends where teardown begins (unloads, context destruction and free storms
+   after the last GPU work). When the steady state is repeated work (iterations, or a run of the
+   same kernels: :func:`kprof.diagnose.phases.repeats`) its verdict comes first and start-up and
+   teardown are findings with their share of the capture; ``startup_bound`` leads only when
+   nothing after start-up repeats and one-time work holds more than half of the capture.
 2. **GPU-busy time.** The union of kernel, copy, memset and CUDA-graph intervals on the
    busiest GPU, against the steady state's wall time.
-3. **Transfers.** Copy time not overlapped by compute that is more than half of the busy
-   time makes the capture ``transfer_bound``.
-4. **GPU-bound.** At >= 80% busy the time is in the kernels: ``gpu_bound``, with the
-   kernels ranked by their share of GPU time and the exact ``ncu`` command for each.
-5. **Gap attribution.** Otherwise every idle gap is attributed to a cause from the
-   mechanism, never from names of files or kernels: the GPU work that ends the gap is
-   traced to its launch call through its correlation id. If that work was already queued
-   when the GPU went idle, the GPU was waiting on a device-side dependency. If the host
-   was blocked in a synchronizing call when the GPU went idle, the queue had drained
-   behind a sync (``sync_bound``), or behind a blocking copy whose own transfer took most
-   of the call (``transfer_bound``). If start-up calls fill the gap, ``startup_bound``.
-   Otherwise the host was busy issuing work (Python, framework dispatch, launch calls)
-   and the GPU ran out of it: ``host_launch_bound``. The cause explaining the most idle
-   time wins; the others become findings ranked by their share. Work of zero length
-   (start == end) ends no gap: the gap runs on to the next work that takes time.
+3. **Gap attribution.** Every idle gap is attributed to a cause from the mechanism, never
+   from names of files or kernels: the GPU work that ends the gap is traced to its launch
+   call through its correlation id. If that work was already queued when the GPU went idle,
+   the GPU was waiting on a device-side dependency. If start-up calls or compilation ranges
+   fill most of the gap, it is start-up work. If most of the gap lies in stretches of >= 1 ms
+   in which the launching threads made no CUDA call, the host was computing something else
+   (``host_compute_bound``: data loading, preprocessing, Python logic, communication). Else, if
+   the host was blocked in a synchronizing call when the GPU went idle, the queue had drained
+   behind a sync (``sync_bound``), or behind a blocking copy whose own transfer took most of
+   the call (``transfer_bound``); otherwise the host was busy issuing work (Python, framework
+   dispatch, launch calls) and the GPU ran out of it: ``host_launch_bound``. Work of zero
+   length (start == end) ends no gap: the gap runs on to the next work that takes time.
+4. **Shares decide.** Each cause holds a share of the steady state's wall time (transfers:
+   copy time not overlapped by compute plus idle behind blocking copies). The kernels lead
+   (``gpu_bound``, with the kernels ranked by their share of GPU time and the exact ``ncu``
+   command for each) at >= 80% busy, or when they hold more than half of the wall and twice
+   the largest cause; otherwise the largest cause leads. The others become findings with
+   their share of the steady state's wall time (>= 5%), never the primary's id again.
 
-Where the mechanism predicts a number, ``expect`` gives it as the target: the GPU-busy
-fraction and wall time with the diagnosed cause's idle time removed (host-caused idle for
-``host_launch_bound``, idle after syncs for ``sync_bound``, exposed copy time and waits in
-copies for ``transfer_bound``). A ``gpu_bound`` capture gets directions only: how much a
-kernel fix saves is the kernel diagnosis's to say.
+Where the mechanism predicts a number, ``expect`` gives it as the target, bounded by the time
+its cause holds: the GPU-busy fraction and wall time with the diagnosed cause's idle time
+removed (host-caused idle for ``host_launch_bound``, idle without CUDA calls for
+``host_compute_bound``, idle after syncs for ``sync_bound``). For ``transfer_bound`` the copies
+cannot move faster than the host link's peak rate: pinning and overlapping can hide them only
+behind the compute there is, and when that is too little the fix leads with keeping the data on
+the GPU. Expectations that cannot move (pageable bytes already 0) are left out. A ``gpu_bound``
+capture gets directions only: how much a kernel fix saves is the kernel diagnosis's to say.
 
 Memory. The tables are walked in start order a chunk of :data:`CHUNK_ROWS` rows at a time
 (merging kernels, copies, memsets and graphs on the fly; sorting an index only for a table
@@ -59,6 +71,7 @@ on the steady state, so that ``compare`` can look them up in the *after* capture
 ``copy_ns``               union of copy time on the busiest GPU
 ``exposed_copy_ns``       copy time not overlapped by compute
 ``pageable_copy_bytes``   bytes copied to or from pageable host memory
+``host_compute_idle_ns``  GPU idle time while the host made no CUDA call (>= 1 ms stretches)
 ========================  =====================================================
 """
 
@@ -73,6 +86,7 @@ import numpy as np
 
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose import phases
 from kprof.diagnose.job import is_nccl_kernel
 from kprof.model import (
     Bottleneck,
@@ -87,11 +101,15 @@ from kprof.model import (
     Verdict,
 )
 from kprof.timeline_model import (
+    COPY_DTOH,
+    COPY_HTOD,
     LAUNCH_COOPERATIVE,
     MEM_PAGEABLE,
     ApiCategory,
+    ApiTable,
     CopyTable,
     GraphTable,
+    HostOpTable,
     KernelTable,
     MemsetTable,
     RangeTable,
@@ -115,10 +133,11 @@ METRICS: dict[str, str] = {
     "copy_ns": "copy time",
     "exposed_copy_ns": "copy time not overlapped by compute",
     "pageable_copy_bytes": "bytes copied through pageable memory",
+    "host_compute_idle_ns": "GPU idle time while the host made no CUDA call for >= 1 ms",
 }
 """The metric keys of ``expect``, with what each means (see the module docstring)."""
 
-_CAUSES = ("host", "sync", "copy", "startup", "device_wait", "unknown")
+_CAUSES = ("host", "sync", "copy", "startup", "device_wait", "unknown", "host_compute")
 
 
 # ============================================================================ analysis
@@ -278,6 +297,10 @@ class _Window:
     pageable_bytes: int
     pageable_copy_ns: int
     copy_bytes: int
+    h2d_bytes: int
+    d2h_bytes: int
+    host_compute_gaps: Pair
+    """The gaps attributed to host computation (starts, ends), in time order."""
     median_kernel_ns: float
     median_launch_call_ns: float | None
     median_gap_ns: float
@@ -325,6 +348,8 @@ class _Iterations:
     """Each iteration's own name, e.g. ``ProfilerStep#3`` or ``step 3``."""
     group: str = ""
     """The NVTX range name with digits masked (``step #``), what the iterations share."""
+    warmup: int = 1
+    """How many leading iterations are warm-up (left out of the steady state); see :func:`_warmup_count`."""
 
     def __len__(self) -> int:
         return len(self.windows[0])
@@ -347,7 +372,22 @@ class _Context:
     steady_hi: int
     steady_reason: str
     its: _Iterations
+    api_free: Pair = _EMPTY
+    """Stretches of at least HOST_COMPUTE_MIN_STRETCH_NS in which the launching threads made no CUDA call."""
     startup_first_call_ns: int = 0
+    """The first CUDA call of the capture when it created the context (lazy initialization), else 0."""
+    startup_api_ns: int = 0
+    """Time in start-up API calls (module loading, context creation, ...) before the steady state."""
+    jit_ns: int = 0
+    """Time in run-time compilation and autotuning ranges (JIT) before the steady state."""
+    teardown_lo: int = 0
+    """Where the end of the capture outside the steady state begins (``capture_hi`` when there is none)."""
+    teardown_calls: int = 0
+    """Teardown API calls (module unloading, context destruction, frees) in that end part."""
+    repeated: bool = False
+    """Whether the steady state is repeated work (iterations, or a run of the same kernels)."""
+    repeat_how: str = ""
+    """How the repetition was seen, in words."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -431,12 +471,17 @@ def _top_level(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return out
 
 
+_MPI_RANGE = re.compile(r"^P?MPI_[A-Z]")
+"""Ranges that nsys's MPI tracing (``-t mpi``) pushes around each MPI call (``MPI_Send``): library calls."""
+
+
 def _library_ranges(r: RangeTable) -> np.ndarray:
     """Mask of the ranges a communication library pushed (NCCL annotates each collective it enqueues,
-    ``ncclAllReduce``, in its own NVTX domain ``NCCL``): they mark library calls, never iterations."""
+    ``ncclAllReduce``, in its own NVTX domain ``NCCL``; nsys's MPI tracing wraps each call, ``MPI_Send``):
+    they mark library calls, never iterations."""
     if len(r) == 0:
         return np.zeros(0, bool)
-    by_name = np.array([is_nccl_kernel(n) for n in r.names] or [False], bool)
+    by_name = np.array([is_nccl_kernel(n) or bool(_MPI_RANGE.match(n)) for n in r.names] or [False], bool)
     out = by_name[r.name_id]
     if r.domain is not None and r.domains:
         by_domain = np.array([is_nccl_kernel(d) for d in r.domains] + [False], bool)  # -1: the default domain
@@ -505,13 +550,220 @@ def _iterations(tl: Timeline) -> _Iterations:
 
 def _steady_reason(its: _Iterations) -> str:
     """How the steady state was chosen, in words: "NVTX ranges 'step 2' to 'step 6' (...)"."""
-    n = len(its)
-    warm, first, last = its.names[0], its.names[1], its.names[-1]
+    n, k = len(its), its.warmup
+    warm, first, last = its.names[0], its.names[k], its.names[-1]
+    if k > 1:
+        warm = (
+            f"{its.names[0]} to {its.names[k - 1]}"
+            if its.kind == "profiler step"
+            else f"{warm!r} to {its.names[k - 1]!r}"
+        )
+    which = "the first" if k == 1 else f"the first {k}"
     if its.kind == "profiler step":
-        return f"profiler steps {first} to {last} ({n - 1} steps; the first, {warm}, left out as warm-up)"
+        return f"profiler steps {first} to {last} ({n - k} steps; {which}, {warm}, left out as warm-up)"
     if len(set(its.names)) == n:
-        return f"NVTX ranges {first!r} to {last!r} ({n - 1} iterations; the first, {warm!r}, left out as warm-up)"
-    return f"instances 2 to {n} of the NVTX range {warm!r} (the first left out as warm-up)"
+        w = warm if k > 1 else repr(warm)
+        return f"NVTX ranges {first!r} to {last!r} ({n - k} iterations; {which}, {w}, left out as warm-up)"
+    return f"instances {k + 1} to {n} of the NVTX range {its.names[0]!r} ({which} left out as warm-up)"
+
+
+def _warmup_count(its: _Iterations, startup: Pair) -> int:
+    """Leading iterations that are warm-up: the first always; then each next one while it still holds
+    start-up work (start-up calls or compilation over >= MIN_FINDING_SHARE of it) or runs more than
+    WARMUP_STEP_RATIO times the median iteration. At least two iterations stay in the steady state."""
+    s, e = its.windows
+    n = len(s)
+    period = np.empty(n, np.int64)
+    period[:-1] = np.diff(s)
+    period[-1] = e[-1] - s[-1]
+    med = float(np.median(period))
+    cover = iv.per_interval_overlap((s, e), startup) if len(startup[0]) else np.zeros(n, np.int64)
+    k = 1
+    while k < n - 2:
+        slow = period[k] > th.WARMUP_STEP_RATIO * med
+        setup = cover[k] >= th.MIN_FINDING_SHARE * max(int(e[k] - s[k]), 1)
+        if not (slow or setup):
+            break
+        k += 1
+    return k
+
+
+_WORK_CATEGORIES = (
+    ApiCategory.LAUNCH,
+    ApiCategory.SYNC,
+    ApiCategory.COPY_SYNC,
+    ApiCategory.COPY_ASYNC,
+    ApiCategory.MEMSET,
+)
+"""API calls that give the GPU work or wait for it."""
+
+
+def _first_row(starts: np.ndarray, mask: np.ndarray, invert: bool = False) -> int:
+    """Row of the earliest start among the rows ``mask`` selects (``~mask`` with ``invert``), -1 if none;
+    a chunk at a time (no table-sized temporary)."""
+    best, row = iv.POS_INF, -1
+    for a in range(0, len(starts), CHUNK_ROWS):
+        m = mask[a : a + CHUNK_ROWS]
+        if invert:
+            m = ~m
+        if not m.any():
+            continue
+        s = starts[a : a + CHUNK_ROWS]
+        i = int(np.argmin(np.where(m, s, iv.POS_INF)))
+        if int(s[i]) < best:
+            best, row = int(s[i]), a + i
+    return row
+
+
+def _first_call_after(api: ApiTable, work_m: np.ndarray, t: int) -> int:
+    """Start of the first call at or after ``t`` that gives the GPU work or waits for it (``t`` if none)."""
+    row = _first_row(api.start_ns, work_m & (api.start_ns >= t))
+    return int(api.start_ns[row]) if row >= 0 else t
+
+
+def _all_gpu_end(tl: Timeline) -> int:
+    """When the last GPU work of any device ends."""
+    ends = [int(t.end_ns.max()) for t in (tl.kernels, tl.copies, tl.memsets, tl.graphs) if len(t)]
+    return max(ends) if ends else iv.NEG_INF
+
+
+def _jit_ranges(tl: Timeline) -> Pair:
+    """Union of the ranges and host operators that compile or autotune code (:func:`phases.is_jit_name`)."""
+    ss: list[np.ndarray] = []
+    es: list[np.ndarray] = []
+    for t in (tl.ranges, tl.host_ops):
+        if len(t) and t.names:
+            m = phases.jit_mask(t.names, t.name_id)
+            if m.any():
+                ss.append(t.start_ns[m])
+                es.append(t.end_ns[m])
+    if not ss:
+        return _EMPTY
+    return iv.union(np.concatenate(ss), np.concatenate(es))
+
+
+def _api_free(api: ApiTable, launch_m: np.ndarray, lo: int, hi: int) -> Pair:
+    """Stretches within [lo, hi) of at least HOST_COMPUTE_MIN_STRETCH_NS in which the threads that launch
+    GPU work (all threads when none launches) made no CUDA call at all."""
+    if len(api) == 0:
+        return _EMPTY
+    mask = None
+    if launch_m.any():
+        threads = np.unique(api.thread[launch_m])
+        if len(threads) < len(np.unique(api.thread)):
+            mask = np.isin(api.thread, threads)
+    rows = _rows(api.start_ns, api.end_ns, mask=mask)
+    out_s: list[np.ndarray] = []
+    out_e: list[np.ndarray] = []
+    for ch in iv.gap_chunks(iv.union_chunks(rows.chunks(with_cols=False))):
+        gs = np.maximum(ch[0], lo)
+        ge = np.minimum(ch[1], hi)
+        m = (ge - gs) >= th.HOST_COMPUTE_MIN_STRETCH_NS
+        if m.any():
+            out_s.append(gs[m])
+            out_e.append(ge[m])
+    if not out_s:
+        return _EMPTY
+    return np.concatenate(out_s), np.concatenate(out_e)
+
+
+def _drain_end(gpu: _Gpu, api: ApiTable, index: _CorrIndex, hi: int) -> int:
+    """When the GPU finishes the work issued before ``hi``: the end of every GPU op that started before
+    ``hi`` or whose launch call (by correlation id) did."""
+    best = hi
+    for s, e, corr in gpu.stream():
+        early = s < hi
+        if early.any():
+            best = max(best, int(e[early].max()))
+        late = ~early
+        if late.any() and len(api):
+            rows = index.find(corr[late])
+            ok = rows >= 0
+            launched = np.zeros(len(rows), bool)
+            launched[ok] = api.start_ns[rows[ok]] < hi
+            if launched.any():
+                best = max(best, int(e[late][launched].max()))
+    return best
+
+
+def _kernel_labels(k: KernelTable) -> np.ndarray:
+    """Per kernel, a label for its name and launch configuration (grid and block when recorded): an autotuner
+    benchmarks one kernel name in several configurations, a loop runs one."""
+    lab = k.name_id.astype(np.int64)
+    for dims in (k.grid, k.block):
+        if dims is not None:
+            for c in range(3):
+                lab = lab * 1_000_003 + dims[:, c]  # a hash; wrap-around on overflow is harmless
+    return lab
+
+
+def _loop_run(ctx_gpu: _Gpu, tl: Timeline, index: _CorrIndex, lo: int, hi: int) -> tuple[int | None, float]:
+    """Where the last run of repeated GPU work within [lo, hi) starts (the start of the launch call of its
+    first work, or of the work itself when its call is not traced), and its repeated share; (None, share)
+    when nothing there repeats (:func:`phases.loop_start` over kernel names and launch configurations, CUDA
+    graph ids and copy directions)."""
+    device = ctx_gpu.device
+    parts: list[_Rows] = []
+    k, g, c = tl.kernels, tl.graphs, tl.copies
+    if len(k):
+        m = (k.device == device) & (k.start_ns >= lo) & (k.start_ns < hi)
+        parts.append(_rows(k.start_ns, k.end_ns, (_kernel_labels(k), k.correlation), m))
+    if len(g):
+        m = (g.device == device) & (g.start_ns >= lo) & (g.start_ns < hi)
+        parts.append(_rows(g.start_ns, g.end_ns, (g.graph_id + (1 << 40), g.correlation), m))
+    if len(c):
+        m = (c.device == device) & (c.start_ns >= lo) & (c.start_ns < hi)
+        parts.append(
+            _rows(c.start_ns, c.end_ns, (c.direction.astype(np.int64) + (1 << 41), c.correlation), m)
+        )
+    count = sum(p.count for p in parts)
+    if count == 0:
+        return None, 0.0
+    labels = np.concatenate([ch[2] for ch in _merged(parts)])
+    found = phases.loop_start(labels, th.REPEATED_WORK_SHARE)
+    del labels
+    if found is None:
+        return None, 0.0
+    i, share = found
+    seen = 0
+    for ch in _merged(parts):
+        if seen + len(ch[0]) > i:
+            t = int(ch[0][i - seen])
+            row = int(index.find(ch[3][i - seen : i - seen + 1])[0])
+            if row >= 0:
+                t = min(t, int(tl.api.start_ns[row]))
+            return t, share
+        seen += len(ch[0])
+    return lo, share
+
+
+def _created_context(tl: Timeline, row: int) -> bool:
+    """Whether the API call at ``row`` (the capture's first) paid for creating the CUDA context.
+
+    Creating a context takes 0.1 s to seconds (the corpus: 234 ms in a cudaMalloc and 305 ms in a
+    cudaHostRegister on A100s, 25-30 s on a busy V100/A100 host); the same call later takes
+    microseconds to milliseconds. The call created the context when its time beyond its own GPU work
+    (a copy's transfer) is CONTEXT_CREATION_RATIO times the median of the other calls of that name, or,
+    for the only call of its name, longer than HOST_COMPUTE_MIN_STRETCH_NS. A capture that starts
+    mid-program (``--capture-range``) begins with an ordinary call, which fails this test.
+    """
+    api = tl.api
+    dur = int(api.end_ns[row] - api.start_ns[row])
+    corr = int(api.correlation[row])
+    own = 0
+    if corr >= 0:
+        for t in (tl.copies, tl.memsets):
+            if len(t):
+                m = t.correlation == corr
+                if m.any():
+                    own += int((t.end_ns[m] - t.start_ns[m]).sum())
+    excess = dur - own
+    same = api.name_id == api.name_id[row]
+    same[row] = False
+    if not same.any():
+        return excess > th.HOST_COMPUTE_MIN_STRETCH_NS
+    typical = float(np.median(api.end_ns[same] - api.start_ns[same]))
+    return excess > th.CONTEXT_CREATION_RATIO * max(typical, 1.0)
 
 
 def _context(tl: Timeline) -> _Context:
@@ -557,39 +809,102 @@ def _context(tl: Timeline) -> _Context:
     startup_mask = cat == ApiCategory.STARTUP
     first_call_ns = 0
     if len(api):
-        # CUDA initializes lazily on the first runtime call of a process: when the capture
-        # holds that call (it is the earliest API call and not a launch), it is start-up work.
-        first = int(np.argmin(api.start_ns))
+        # CUDA initializes lazily on the first runtime call of a process (a cudaMalloc, a
+        # cudaHostRegister, a copy: whatever comes first; the runtime's own start-up queries such as
+        # cuModuleGetLoadingMode may precede it). When the capture holds that call (the earliest
+        # call that is not itself start-up, not a launch, issued before any GPU work), it created
+        # the context: start-up work.
+        first = _first_row(api.start_ns, startup_mask, invert=True)
         if (
-            cat[first] in (ApiCategory.OTHER, ApiCategory.STARTUP, ApiCategory.ALLOC)
-            and int(api.start_ns[first]) <= cap_lo + 1
+            first >= 0
+            and cat[first] != ApiCategory.LAUNCH
+            and int(api.start_ns[first]) <= gpu.lo
+            and _created_context(tl, first)
         ):
             startup_mask[first] = True
             first_call_ns = int(api.end_ns[first] - api.start_ns[first])
-    startup_calls = iv.union(api.start_ns[startup_mask], api.end_ns[startup_mask])
+    startup_api = iv.union(api.start_ns[startup_mask], api.end_ns[startup_mask])
+    jit = _jit_ranges(tl)
+    startup_calls = iv.union_many(startup_api, jit) if len(jit[0]) else startup_api
     launch_m = cat == ApiCategory.LAUNCH
     launch_calls = _rows(api.start_ns, api.end_ns, (api.correlation,), launch_m)
     other_m = ~(launch_m | blocking_mask | startup_mask)
     del blocking_mask, startup_mask
     other_api = _rows(api.start_ns, api.end_ns, mask=other_m) if other_m.any() else _NO_ROWS
+    del other_m
     host_ops = _rows(tl.host_ops.start_ns, tl.host_ops.end_ns) if len(tl.host_ops) else _NO_ROWS
+    api_free = _api_free(api, launch_m, cap_lo, cap_hi)
+    del launch_m
+    api_index = _CorrIndex(api.correlation)
+
+    # the end of the capture: after the last GPU work and the last call that issued or waited for it,
+    # calls that only release what the run created (unload, destroy, free storms) are teardown
+    work_m = np.isin(cat, _WORK_CATEGORIES)
+    gpu_end = _all_gpu_end(tl)
+    # a sync issued after the last GPU work waits for nothing (teardown synchronizes too)
+    tail_m = work_m & ((cat != ApiCategory.SYNC) | (api.start_ns < gpu_end))
+    tail_lo = max(gpu_end, int(api.end_ns[tail_m].max()) if tail_m.any() else iv.NEG_INF)
+    del tail_m
+    n_teardown = 0
+    if len(api):
+        n_teardown = int(
+            np.count_nonzero(phases.teardown_mask(api.names, api.name_id) & (api.start_ns >= tail_lo))
+        )
 
     its = _iterations(tl)
     steady_lo, steady_hi, reason = cap_lo, cap_hi, "the whole capture"
+    repeated, how = False, ""
     if len(its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        steady_lo = int(its.windows[0][1])
+        its.warmup = _warmup_count(its, startup_calls)
+        steady_lo = int(its.windows[1][its.warmup - 1])
+        # the last iteration ends when the GPU has run what it launched (the host runs ahead), and at the
+        # latest where teardown begins (a last profiler step that also holds the frees at exit)
+        steady_hi = min(cap_hi, max(steady_lo, _drain_end(gpu, api, api_index, int(its.windows[1].max()))))
+        if n_teardown and steady_lo < tail_lo < steady_hi:
+            steady_hi = tail_lo
         reason = _steady_reason(its)
-    elif len(startup_calls[0]):
-        # the last start-up call issued before the bulk (median) of the GPU work
-        mid = _median_start(gpu)
-        before = startup_calls[1][startup_calls[0] < mid]
-        if len(before):
-            steady_lo = max(cap_lo, int(before.max()))
-            reason = "from the end of the last start-up call (module loading, context creation) to the end"
+        repeated, how = True, f"{len(its)} {its.kind}s"
+    else:
+        started = False
+        if len(startup_calls[0]):
+            # the last start-up call issued before the bulk (median) of the GPU work; the steady state
+            # begins with the first call that gives the GPU work after it
+            mid = _median_start(gpu)
+            before = startup_calls[1][startup_calls[0] < mid]
+            if len(before):
+                end = max(cap_lo, int(before.max()))
+                steady_lo = _first_call_after(api, work_m, end)
+                started = True
+        # the end of the process: after the last GPU work and the last call that issued or waited for it
+        # (teardown calls, or the interpreter's exit, where nsys records no CUDA call at all)
+        # (an nsys capture runs to the process's exit; a PyTorch profiler trace ends when the profiler stops,
+        # so there the host time after the last GPU work is the profiled program's, unless it tears down)
+        ended = steady_lo < tail_lo < cap_hi and (n_teardown > 0 or tl.format == "nsys")
+        if ended:
+            steady_hi = tail_lo
+        run_lo, share = _loop_run(gpu, tl, api_index, steady_lo, steady_hi)
+        repeated = run_lo is not None
+        if run_lo is not None and run_lo > steady_lo:
+            # one-time GPU work before the loop (a warm-up pass, autotuning): the steady state is the loop
+            steady_lo = run_lo
+            started = True
+        if started:
+            reason = "from the first GPU work of the loop after start-up to " + (
+                "the end of its GPU work" if ended else "the end of the capture"
+            )
+        elif ended:
+            reason = "the capture up to the end of its GPU work"
+        how = (
+            f"{share:.0%} of its launches are of work that runs in each third of it"
+            if repeated
+            else "no run of the same kernels repeats"
+        )
+    del work_m
+    before_steady = (np.array([cap_lo], np.int64), np.array([max(cap_lo, steady_lo)], np.int64))
     ctx = _Context(
         tl=tl,
         gpu=gpu,
-        api_index=_CorrIndex(api.correlation),
+        api_index=api_index,
         blocking=blocking,
         blocking_calls=blocking_calls,
         startup_calls=startup_calls,
@@ -602,7 +917,14 @@ def _context(tl: Timeline) -> _Context:
         steady_hi=steady_hi,
         steady_reason=reason,
         its=its,
+        api_free=api_free,
         startup_first_call_ns=first_call_ns,
+        startup_api_ns=iv.total(iv.intersect(startup_api, before_steady)),
+        jit_ns=iv.total(iv.intersect(jit, before_steady)) if len(jit[0]) else 0,
+        teardown_lo=max(steady_hi, steady_lo),
+        teardown_calls=n_teardown,
+        repeated=repeated,
+        repeat_how=how,
     )
     if len(per_dev) > 1:
         others = ", ".join(f"GPU {d}: {b / 1e6:.3g} ms busy" for d, b in per_dev if d != gpu.device)
@@ -693,6 +1015,10 @@ def _analyze(
     busy_host = [p for p in (ctx.host_ops, ctx.other_api) if p.count]
     other_cur = iv.UnionCursor(_merged(busy_host, with_cols=False)) if busy_host else None
     ops_cur = iv.UnionCursor(ctx.host_ops.chunks(with_cols=False)) if ctx.host_ops.count else None
+    free_cur = iv.UnionCursor([ctx.api_free]) if len(ctx.api_free[0]) else None
+    hc_s: list[np.ndarray] = []
+    hc_e: list[np.ndarray] = []
+    hostish = np.array([cause_ix["host"], cause_ix["sync"], cause_ix["copy"]], np.int8)
     # ---- every idle gap of the GPU inside the windows, with the work that ends it
     for gs_all, ge_all, next_corr in iv.gap_chunks(iv.union_chunks(g.stream()), 1):
         gs, ge, src = iv.clip_to_windows(gs_all, ge_all, windows)
@@ -709,22 +1035,44 @@ def _analyze(
         del rows, known, launch_end
         # host blocked in a synchronizing call when the GPU went idle
         # (the latest-starting blocking call before the gap may be short; use the union for "inside")
-        in_block = iv.containing(blocking_slack, gs) >= 0
+        block_ix = iv.containing(blocking_slack, gs)
+        in_block = block_ix >= 0
         if len(bs):
             bi = np.searchsorted(bs, gs, side="right") - 1
             transfer = in_block & (bi >= 0) & btw[np.maximum(bi, 0)]
         else:
             transfer = np.zeros(len(gs), bool)
+        # A blocking call costs the GPU only what the host could have issued instead of waiting: the gap
+        # after it is the sync's (or the copy's) when the host had been blocked at least half as long as
+        # the gap lasts; when the host's own work after the call is longer, the host is the limit (without
+        # the sync it would still not keep ahead of the GPU).
+        waited = (
+            np.where(in_block, gs - ctx.blocking[0][np.maximum(block_ix, 0)], 0)
+            if len(ctx.blocking[0])
+            else 0
+        )
+        held = in_block & (np.asarray(waited) * 2 >= glen)
+        del block_ix, waited
         startup = iv.per_interval_overlap((gs, ge), ctx.startup_calls) * 2 > glen
         c = np.full(len(gs), cause_ix["host"], np.int8)
+        c[held & ~transfer] = cause_ix["sync"]
+        c[held & transfer] = cause_ix["copy"]
+        if free_cur is not None:
+            # most of the gap in long stretches without any CUDA call: the host computed something else
+            # (even when the gap began in a sync or a copy: its length is the host's other work)
+            api_free = free_cur.overlap(gs, ge)
+            c[np.isin(c, hostish) & (api_free * 2 > glen)] = cause_ix["host_compute"]
+            del api_free
         c[startup] = cause_ix["startup"]
-        c[in_block & ~transfer] = cause_ix["sync"]
-        c[in_block & transfer] = cause_ix["copy"]
         c[queued_before & ~in_block] = cause_ix["device_wait"]
         if not has_host:
             c[:] = cause_ix["unknown"]
         if record is not None:
             record.append((gs, ge, c))
+        hcm = c == cause_ix["host_compute"]
+        if hcm.any():
+            hc_s.append(gs[hcm])
+            hc_e.append(ge[hcm])
         for name, i in cause_ix.items():
             idle_by[name] += int(glen[c == i].sum())
         hm = c == cause_ix["host"]
@@ -803,6 +1151,7 @@ def _analyze(
     pageable_bytes = 0
     pageable_ns = 0
     copy_bytes = 0
+    h2d_bytes = d2h_bytes = 0
     if len(cp):
         cm = (cp.device == g.device) & _in_windows(cp.start_ns, windows)
         hk = cp.host_kind()
@@ -810,6 +1159,8 @@ def _analyze(
         pageable_bytes = int(cp.bytes[pm].sum())
         pageable_ns = int(np.maximum(cp.end_ns[pm] - cp.start_ns[pm], 0).sum())  # inverted records count 0
         copy_bytes = int(cp.bytes[cm].sum())
+        h2d_bytes = int(cp.bytes[cm & np.isin(cp.direction, (COPY_HTOD, 11))].sum())
+        d2h_bytes = int(cp.bytes[cm & np.isin(cp.direction, (COPY_DTOH, 12))].sum())
     return _Window(
         lo=span_lo,
         hi=span_hi,
@@ -829,6 +1180,11 @@ def _analyze(
         pageable_bytes=pageable_bytes,
         pageable_copy_ns=pageable_ns,
         copy_bytes=copy_bytes,
+        h2d_bytes=h2d_bytes,
+        d2h_bytes=d2h_bytes,
+        host_compute_gaps=(
+            (np.concatenate(hc_s).astype(np.int64), np.concatenate(hc_e).astype(np.int64)) if hc_s else _EMPTY
+        ),
         median_kernel_ns=median_kernel or 0.0,
         median_launch_call_ns=median_call,
         median_gap_ns=median_gap or 0.0,
@@ -848,6 +1204,8 @@ GAP_CAUSES: tuple[str, ...] = _CAUSES
 """The causes :func:`gap_causes` gives an idle gap, as the diagnosis attributes them:
 
 - ``host``: the host was still issuing work when the GPU ran out of it (``host_launch_bound``);
+- ``host_compute``: most of the gap lies in stretches of >= 1 ms in which the launching threads made no
+  CUDA call: the host computed something else (``host_compute_bound``);
 - ``sync``: the queue had drained behind a blocking call (``sync_bound``);
 - ``copy``: the host was blocked in a copy whose own transfer took most of the call (``transfer_bound``);
 - ``startup``: one-time start-up calls (module loading, context creation) fill the gap (``startup_bound``);
@@ -953,6 +1311,7 @@ def timeline_metrics(tl: Timeline) -> dict[str, float]:
         "copy_ns": float(w.copy_ns),
         "exposed_copy_ns": float(w.exposed_copy_ns),
         "pageable_copy_bytes": float(w.pageable_bytes),
+        "host_compute_idle_ns": float(w.idle_by_cause.get("host_compute", 0)),
     }
     st = _step_times(ctx)
     if st is not None:
@@ -965,7 +1324,8 @@ def _step_times(ctx: _Context) -> np.ndarray | None:
     if len(s) == 0:
         return None
     if len(s) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        s, e = s[1:], e[1:]
+        k = ctx.its.warmup
+        s, e = s[k:], e[k:]
     # an iteration's time is start-to-next-start (the loop period), the last one its own length
     period = np.empty(len(s), np.int64)
     period[:-1] = np.diff(s)
@@ -1015,57 +1375,318 @@ def _busy_evidence(w: _Window) -> Evidence:
     )
 
 
-def _findings(w: _Window, exclude: str) -> list[Finding]:
-    out: list[Finding] = []
-    idle = max(w.idle_ns, 1)
-    labels = {
-        "host": (Bottleneck.HOST_LAUNCH_BOUND, "the host was still issuing work (dispatch and launch calls)"),
-        "sync": (Bottleneck.SYNC_BOUND, "the queue had drained behind a blocking sync"),
-        "copy": (Bottleneck.TRANSFER_BOUND, "the host was blocked in a copy"),
-        "startup": (Bottleneck.STARTUP_BOUND, "one-time start-up calls (module loading, context creation)"),
+def _transfer_ns(w: _Window) -> int:
+    """Copy time not overlapped by compute, plus GPU idle time behind blocking copies."""
+    return w.exposed_copy_ns + w.idle_by_cause.get("copy", 0)
+
+
+def _cause_times(w: _Window) -> dict[str, int]:
+    """Time each cause holds in the window (ns): what the verdict and the findings compare."""
+    idle = w.idle_by_cause
+    return {
+        "copy": _transfer_ns(w),
+        "host": idle.get("host", 0),
+        "host_compute": idle.get("host_compute", 0),
+        "sync": idle.get("sync", 0),
+        "startup": idle.get("startup", 0),
+        "other": idle.get("device_wait", 0) + idle.get("unknown", 0),
     }
-    for cause, (b, text) in labels.items():
-        if cause == exclude:
+
+
+_CAUSE_IDS: dict[str, Bottleneck] = {
+    "host": Bottleneck.HOST_LAUNCH_BOUND,
+    "host_compute": Bottleneck.HOST_COMPUTE_BOUND,
+    "sync": Bottleneck.SYNC_BOUND,
+    "copy": Bottleneck.TRANSFER_BOUND,
+    "startup": Bottleneck.STARTUP_BOUND,
+}
+
+
+@dataclass(slots=True)
+class _Cover:
+    """A host operator or annotated range that covers host-compute gaps."""
+
+    name: str
+    kind: str
+    covered_ns: int
+    """GPU idle time (in host-compute gaps) during which it ran."""
+    own_ns: int
+    """Its own time (union of its instances that touch those gaps)."""
+
+
+def _host_cover(ctx: _Context, gaps: Pair) -> list[_Cover]:
+    """What the host ran during the host-compute gaps, best explanation first.
+
+    Candidates are the CPU operators (Kineto ``cpu_op``/``python_function``), annotated ranges
+    (NVTX, ``record_function``) and OS runtime calls that overlap the gaps; the iteration ranges
+    are left out (they contain everything). Each is
+    scored by recall (the share of the gaps' time it covers) times precision (the share of its
+    own time that falls in the gaps): an outer function such as ``main`` covers every gap but
+    also the busy time, a nested operator is precise but covers little; the data loader's
+    ``__next__`` is both.
+    """
+    gs, ge = gaps
+    if len(gs) == 0:
+        return []
+    total = iv.total(gaps)
+    tl = ctx.tl
+    sources: list[tuple[HostOpTable | RangeTable, str, np.ndarray | None]] = []
+    if len(tl.host_ops):
+        sources.append((tl.host_ops, "CPU operator" if tl.format == "kineto" else "OS runtime call", None))
+    r = tl.ranges
+    if len(r) and r.names:
+        skip: np.ndarray | None = None
+        if ctx.its.group:
+            group = np.array([_normalize(n) == ctx.its.group for n in r.names], bool)
+            skip = group[r.name_id]
+        sources.append((r, "NVTX range" if tl.format == "nsys" else "annotation", skip))
+    out: list[_Cover] = []
+    for t, kind, leave_out in sources:
+        st, en = t.start_ns, t.end_ns
+        i = np.searchsorted(ge, st, side="right")  # the first gap that ends after the row starts
+        ok = i < len(gs)
+        ok[ok] = gs[i[ok]] < en[ok]
+        if leave_out is not None:
+            ok &= ~leave_out
+        idx = np.flatnonzero(ok)
+        del i, ok
+        if len(idx) == 0:
             continue
-        v = w.idle_by_cause.get(cause, 0)
-        share = v / idle
-        if share >= th.MIN_FINDING_SHARE:
-            out.append(
-                Finding(
-                    bottleneck=b,
-                    headline=f"{_pct(share)} of the GPU's idle time ({_ms(v)}): {text}.",
-                    evidence=(
-                        Evidence(
-                            name=f"idle time: {cause}",
-                            value=round(v / 1e3, 3),
-                            unit="us",
-                            reference=f"of {_ms(w.idle_ns)} idle",
-                        ),
-                    ),
-                    share=min(1.0, share),
+        ids = t.name_id[idx]
+        order = np.argsort(ids, kind="stable")
+        idx, ids = idx[order], ids[order]
+        cuts = np.flatnonzero(np.diff(ids)) + 1
+        for grp in np.split(idx, cuts):
+            u = iv.union(st[grp], en[grp])
+            cov = iv.overlap_total(u, gaps)
+            if cov > 0:
+                out.append(_Cover(t.names[int(t.name_id[grp[0]])], kind, cov, iv.total(u)))
+    out.sort(
+        key=lambda c: (-(c.covered_ns / total) * (c.covered_ns / max(c.own_ns, 1)), -c.covered_ns, c.name)
+    )
+    return out
+
+
+def _named_cover(ctx: _Context, w: _Window) -> _Cover | None:
+    """The operator or range that explains the host-compute idle time: the best-scored one when it covers at
+    least half of that time (DOMINANT_SHARE), else None (the host ran mostly untraced code)."""
+    cover = _host_cover(ctx, w.host_compute_gaps)
+    hc = w.idle_by_cause.get("host_compute", 0)
+    best = cover[0] if cover else None
+    return best if best is not None and best.covered_ns >= th.DOMINANT_SHARE * hc else None
+
+
+_DATALOADER_NAME = re.compile(r"dataloader|_next_data|collate|__getitem__|dataset|fetcher", re.IGNORECASE)
+_MPI_NAME = re.compile(r"^mpi_|^pmpi_", re.IGNORECASE)
+_IO_NAME = re.compile(
+    r"^(p?read|fread|open|fopen|stat|lstat|fstat|mmap|recv|recvfrom|recvmsg)\d*$", re.IGNORECASE
+)
+_WAIT_NAME = re.compile(
+    r"^(pthread_cond_(timed)?wait|poll|ppoll|select|pselect|epoll_wait|sem_(timed)?wait|futex|usleep|nanosleep|sleep)",
+    re.IGNORECASE,
+)
+
+
+def _host_compute_fix(name: str | None) -> tuple[str, str]:
+    """(what the host was doing, the fix that fits it), worded by the operator or range that covers the
+    idle time. Names choose the wording only; the verdict comes from the gaps."""
+    if name and _DATALOADER_NAME.search(name):
+        return (
+            "loading and preprocessing batches in the training process",
+            "Prepare batches in parallel with the GPU: DataLoader(num_workers=N > 0 (start with 4-8 per GPU, up to the "
+            "CPU cores you have), persistent_workers=True, prefetch_factor=2, pin_memory=True) and "
+            ".to('cuda', non_blocking=True). If the workers cannot keep up, move the per-sample augmentation to "
+            "the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) or precompute it once.",
+        )
+    if name and _MPI_NAME.search(name):
+        return (
+            "communicating with other processes (MPI)",
+            "Overlap the communication with GPU work: post non-blocking MPI_Isend/MPI_Irecv before launching the "
+            "kernels and wait after them, and hand device buffers to a CUDA-aware MPI so that nothing is staged "
+            "through host memory.",
+        )
+    if name and _IO_NAME.search(name):
+        return (
+            "reading input",
+            "Read ahead of the GPU: load the input in worker processes (DataLoader num_workers > 0) or a prefetch "
+            "thread, and keep it in memory or on faster storage.",
+        )
+    if name and _WAIT_NAME.search(name):
+        return (
+            "waiting for another thread or process to produce its input",
+            "Make the producer keep ahead of the GPU: more DataLoader workers or a deeper prefetch queue, or move "
+            "the producer's work to the GPU.",
+        )
+    what = f"running {_clip_name(name, 70)}" if name else "running host code the capture does not trace"
+    return (
+        what,
+        f"Take {'this work' if not name else _clip_name(name, 70)} off the GPU's critical path: compute it on the GPU "
+        "(torch operations on CUDA tensors instead of NumPy or Python loops), or run it ahead of the GPU on another "
+        "thread or process (a prefetching queue, DataLoader workers) so that the next GPU work is queued before the "
+        "current work ends.",
+    )
+
+
+def _findings(ctx: _Context, w: _Window, primary: Bottleneck | None) -> list[Finding]:
+    """Secondary causes, each with its share of the window's wall time (>= MIN_FINDING_SHARE), largest
+    first, never the primary bottleneck again."""
+    out: list[Finding] = []
+    wall = max(w.wall_ns, 1)
+    idle = max(w.idle_ns, 1)
+    times = _cause_times(w)
+    texts = {
+        "host": "the host was still issuing work (dispatch and launch calls) when the GPU ran out of it",
+        "sync": "the queue had drained behind a blocking sync",
+        "startup": "one-time work (module loading, compilation) inside the steady state",
+    }
+    for cause, b in _CAUSE_IDS.items():
+        if b is primary:
+            continue
+        v = times[cause]
+        if cause == "copy":
+            v = max(v, w.pageable_copy_ns)
+        share = v / wall
+        if share < th.MIN_FINDING_SHARE:
+            continue
+        if cause == "copy":
+            text = f"copies not overlapped by compute or waited for ({_bytes(w.copy_bytes)} copied)"
+            if w.pageable_bytes:
+                text += (
+                    f"; {_bytes(w.pageable_bytes)} through pageable host memory ({_ms(w.pageable_copy_ns)}), "
+                    "which the driver stages and which blocks the host: pin those buffers"
                 )
+            ev = Evidence(
+                name="copy time not overlapped by compute",
+                value=round(w.exposed_copy_ns / 1e6, 4),
+                unit="ms",
+                reference=f"plus {_ms(w.idle_by_cause.get('copy', 0))} of GPU idle behind blocking copies",
+                metric="exposed_copy_ns",
             )
-    if exclude != "transfer" and w.pageable_bytes > 0:
-        share = min(1.0, max(0.0, w.pageable_copy_ns / max(w.wall_ns, 1)))
+        elif cause == "host_compute":
+            top = _named_cover(ctx, w)
+            what, fix = _host_compute_fix(top.name if top else None)
+            text = (
+                f"the GPU waits while the host is {what}, with no CUDA call for >= "
+                f"{_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} at a time"
+                + (
+                    f" (the {top.kind} {_clip_name(top.name, 70)} covers {_pct(top.covered_ns / max(v, 1))} of it)"
+                    if top
+                    else ""
+                )
+                + f". {fix}"
+            )
+            ev = Evidence(
+                name="GPU idle while the host made no CUDA call",
+                value=round(v / 1e6, 3),
+                unit="ms",
+                reference=f"{len(w.host_compute_gaps[0]):,} gaps of >= {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} without "
+                "a CUDA call",
+                metric="host_compute_idle_ns",
+            )
+        else:
+            text = texts[cause]
+            ev = Evidence(
+                name=f"idle time: {cause}",
+                value=round(v / 1e3, 3),
+                unit="us",
+                reference=f"of {_ms(w.idle_ns)} idle",
+            )
+        head = f"{_pct(share)} of {w.scope} ({_ms(v)}"
+        if cause != "copy":
+            head += f", {_pct(v / idle)} of the GPU's idle time"
         out.append(
             Finding(
-                bottleneck=Bottleneck.TRANSFER_BOUND,
-                headline=f"{_bytes(w.pageable_bytes)} copied through pageable host memory ({_ms(w.pageable_copy_ns)}): "
-                "pageable copies are staged by the driver and block the host.",
-                evidence=(
-                    Evidence(
-                        name="pageable copy bytes",
-                        value=w.pageable_bytes,
-                        unit="B",
-                        reference="0: pin host buffers (pin_memory / cudaHostAlloc)",
-                        metric="pageable_copy_bytes",
-                    ),
-                ),
-                share=share,
+                bottleneck=b,
+                headline=f"{head}): {text}.".replace("..", "."),
+                evidence=(ev,),
+                share=min(1.0, share),
             )
         )
     out.sort(key=lambda f: -(f.share or 0))
     return out
+
+
+def _one_time_findings(ctx: _Context) -> list[Finding]:
+    """Start-up and the end of the capture outside the steady state, as shares of the captured wall time."""
+    wall = ctx.capture_hi - ctx.capture_lo
+    if wall <= 0:
+        return []
+    out: list[Finding] = []
+    startup = max(0, ctx.steady_lo - ctx.capture_lo)
+    # with iterations, start-up holds the first one; it is worth a finding only when it took longer than a
+    # typical iteration by a share that matters (a capture of the steady state alone starts with an
+    # ordinary warm-up step)
+    periods = _step_times(ctx)
+    typical = float(np.median(periods)) if periods is not None and len(periods) else 0.0
+    if (startup - typical) / wall >= th.MIN_FINDING_SHARE:
+        parts = _startup_parts(ctx)
+        out.append(
+            Finding(
+                bottleneck=Bottleneck.STARTUP_BOUND,
+                headline=f"Start-up: {_ms(startup)} of the {_ms(wall)} capture ({_pct(startup / wall)}) is one-time work "
+                f"before the steady state{' (' + parts + ')' if parts else ''}. It is left out of the numbers above; "
+                "to profile the loop alone, bracket it with torch.cuda.profiler.start()/stop() and capture with "
+                "`nsys profile --capture-range=cudaProfilerApi ...`, or use torch.profiler.schedule(wait=1, "
+                "warmup=2, active=5).",
+                evidence=(
+                    Evidence(
+                        name="start-up time",
+                        value=round(startup / 1e6, 3),
+                        unit="ms",
+                        reference=f"{_pct(startup / wall)} of the {_ms(wall)} capture",
+                    ),
+                ),
+                share=min(1.0, startup / wall),
+            )
+        )
+    end = max(0, ctx.capture_hi - ctx.teardown_lo)
+    if end / wall >= th.MIN_FINDING_SHARE:
+        what = (
+            f"teardown: {ctx.teardown_calls:,} calls that unload modules, destroy contexts or free memory"
+            if ctx.teardown_calls
+            else "host time after the loop's last GPU work with no CUDA call in it: in a whole-process capture, the "
+            "interpreter's exit and the driver's teardown"
+        )
+        out.append(
+            Finding(
+                bottleneck=Bottleneck.STARTUP_BOUND,
+                headline=f"End of the process: {_ms(end)} of the {_ms(wall)} capture ({_pct(end / wall)}) is one-time "
+                f"work after the steady state ({what}). It is left out of the numbers above; it is not a sync or "
+                "transfer problem of the loop.",
+                evidence=(
+                    Evidence(
+                        name="time after the steady state",
+                        value=round(end / 1e6, 3),
+                        unit="ms",
+                        reference=f"{_pct(end / wall)} of the {_ms(wall)} capture",
+                    ),
+                ),
+                share=min(1.0, end / wall),
+            )
+        )
+    return out
+
+
+def _startup_parts(ctx: _Context) -> str:
+    """What start-up holds, in words: "context creation 234 ms, module loading 40 ms, compilation 2 s, ..."."""
+    parts = []
+    # parts too small to matter go unsaid
+    least = th.MIN_FINDING_SHARE * max(0, ctx.steady_lo - ctx.capture_lo)
+    if ctx.startup_first_call_ns >= least and ctx.startup_first_call_ns > 0:
+        parts.append(f"the first CUDA call, which created the context, {_ms(ctx.startup_first_call_ns)}")
+    rest = ctx.startup_api_ns - ctx.startup_first_call_ns
+    if rest >= least and rest > 0:
+        parts.append(f"module loading and other start-up calls {_ms(rest)}")
+    if ctx.jit_ns >= least and ctx.jit_ns > 0:
+        parts.append(f"run-time compilation and autotuning {_ms(ctx.jit_ns)}")
+    if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+        k = ctx.its.warmup
+        parts.append(
+            f"the first iteration ({ctx.its.names[0]})"
+            if k == 1
+            else f"the first {k} iterations ({ctx.its.names[0]} to {ctx.its.names[k - 1]})"
+        )
+    return ", ".join(parts)
 
 
 def _confidence(share: float, w: _Window, has_host: bool, extra: str) -> Confidence:
@@ -1336,7 +1957,7 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
             "Capture kernel-level detail: `nsys profile --cuda-graph-trace=node -t cuda,nvtx -o out "
             "<your command>`, then ncu on the largest kernels."
         )
-    findings = _findings(w, exclude="")
+    findings = _findings(ctx, w, Bottleneck.GPU_BOUND)
     if comm.share >= th.MIN_FINDING_SHARE:
         findings.append(_comm_finding(comm))
         findings.sort(key=lambda f: -(f.share or 0))
@@ -1383,6 +2004,15 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
     )
 
 
+def _link_peak(ctx: _Context) -> tuple[float, str] | None:
+    """Peak host<->device bytes per second per direction of the diagnosed GPU, with its GPU name, or None."""
+    name = ctx.tl.gpu_name(ctx.gpu.device) or ctx.tl.gpu_name() or ""
+    for key, bw in th.HOST_LINK_PEAK_BYTES_PER_S:
+        if key.lower() in name.lower():
+            return bw, name
+    return None
+
+
 def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float, share: float) -> Diagnosis:
     pageable_share = w.pageable_copy_ns / max(w.copy_ns, 1)
     evidence = [
@@ -1394,47 +2024,93 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             f"{_ms(w.compute_ns)}",
             metric="exposed_copy_ns",
         ),
-        Evidence(
+    ]
+    pageable_ev: Evidence | None = None
+    if w.pageable_bytes:
+        pageable_ev = Evidence(
             name="bytes through pageable host memory",
             value=w.pageable_bytes,
             unit="B",
             reference=f"{_pct(pageable_share)} of copy time is pageable; pinned memory copies at full link "
             "speed and can overlap",
             metric="pageable_copy_bytes",
-        ),
-        _busy_evidence(w),
-    ]
+        )
     bw = w.copy_bytes / max(w.copy_ns, 1)  # bytes per ns = GB/s
+    # What each fix can reach. Removing the copies (keeping the data on the GPU) removes all the
+    # transfer time; pinning and overlapping still has to move the bytes over the link, at best at
+    # its peak rate, and can hide that only behind the compute there is to hide it behind.
+    keep_wall = max(w.busy_ns - w.exposed_copy_ns, w.wall_ns - int(explained))
+    link = _link_peak(ctx)
+    floor_ns = 0
+    floor_ev: Evidence | None = None
+    if link is not None:
+        floor_ns = int(max(w.h2d_bytes, w.d2h_bytes) / link[0] * 1e9)
+        floor_ev = Evidence(
+            name="host-link floor of these copies",
+            value=round(floor_ns / 1e6, 4),
+            unit="ms",
+            reference=f"{_bytes(max(w.h2d_bytes, w.d2h_bytes))} one way at {link[0] / 1e9:.3g} GB/s, the "
+            f"{link[1]}'s peak host-link rate per direction; compute to hide it behind: {_ms(w.compute_ns)}",
+            reference_value=round(w.compute_ns / 1e6, 4),
+        )
+    hidden_left = max(0, floor_ns - w.compute_ns)
+    overlap_wall = keep_wall + hidden_left
+    only_keep = link is not None and hidden_left > 0
+    # three pieces of evidence: the exposed copies, what bounds the fix (the link when only keeping the
+    # data on the GPU reaches the target, else the pageable bytes), and the GPU-busy fraction
+    second = (floor_ev or pageable_ev) if only_keep else (pageable_ev or floor_ev)
+    if second is not None:
+        evidence.append(second)
+    evidence.append(_busy_evidence(w))
     headline = (
         f"Transfer-bound: copies take {_ms(w.copy_ns)} of the {_ms(w.wall_ns)} steady state "
         f"({_pct(w.copy_ns / max(w.wall_ns, 1))}), {_bytes(w.copy_bytes)} at {bw:.3g} GB/s"
         + (", from pageable memory" if pageable_share >= th.DOMINANT_SHARE else "")
         + "."
     )
-    fix = (
-        "Keep the data on the GPU across iterations if you can. Otherwise pin the host buffers "
-        "(tensor.pin_memory(), DataLoader(pin_memory=True), cudaHostAlloc), copy with non_blocking=True on a "
-        "side stream and overlap the copy of batch i+1 with the compute of batch i."
+    pin = (
+        "pin the host buffers (tensor.pin_memory(), DataLoader(pin_memory=True), cudaHostAlloc), "
+        if w.pageable_bytes
+        else ""
     )
-    return Diagnosis(
-        subject=subject,
-        bottleneck=Bottleneck.TRANSFER_BOUND,
-        verdict=Verdict.FIX,
-        headline=headline,
-        evidence=tuple(evidence),
-        mechanism="Copies between host and GPU run on the copy engines over the host link; from pageable memory "
-        "the driver stages them through a pinned bounce buffer and the call blocks the host, so neither the "
-        "host nor the kernels proceed while the bytes move.",
-        fix=fix,
-        expect=(
+    overlap_fix = (
+        f"{pin}copy with non_blocking=True on a side stream and overlap the copy of batch i+1 with the compute of "
+        "batch i"
+    )
+    if only_keep:
+        fix = (
+            f"Keep the data on the GPU across iterations (allocate it there, or copy it once before the loop): only "
+            f"that brings the {_ms(w.wall_ns)} steady state down to {_ms(keep_wall)}. The link needs at least {_ms(floor_ns)} for these "
+            f"bytes and there is {_ms(w.compute_ns)} of compute to hide it behind, so the alternative, to "
+            f"{overlap_fix}, reaches {_ms(overlap_wall)} at best."
+        )
+    else:
+        fix = f"Keep the data on the GPU across iterations if you can. Otherwise {overlap_fix}."
+    expect = []
+    if only_keep:
+        expect.append(
+            Expectation(
+                metric="copy_ns",
+                direction=Direction.DOWN,
+                value_now=w.copy_ns,
+                target=0,
+                unit="ns",
+                label="copy time (the data stays on the GPU)",
+            )
+        )
+    else:
+        expect.append(
             Expectation(
                 metric="exposed_copy_ns",
                 direction=Direction.DOWN,
                 value_now=w.exposed_copy_ns,
-                target=0,
+                target=hidden_left,
                 unit="ns",
                 label="copy time not overlapped by compute",
-            ),
+            )
+        )
+    if w.pageable_bytes and not only_keep:
+        expect.append(
             Expectation(
                 metric="pageable_copy_bytes",
                 direction=Direction.DOWN,
@@ -1442,25 +2118,46 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
                 target=0,
                 unit="B",
                 label="bytes copied through pageable memory",
-            ),
-            Expectation(
-                metric="wall_ns",
-                direction=Direction.DOWN,
-                value_now=w.wall_ns,
-                target=max(0, w.wall_ns - int(explained)),
-                unit="ns",
-                label="steady-state wall time (without exposed copies and waits in copies)",
-            ),
+            )
+        )
+    expect.append(
+        Expectation(
+            metric="wall_ns",
+            direction=Direction.DOWN,
+            value_now=w.wall_ns,
+            target=keep_wall if only_keep else overlap_wall,
+            unit="ns",
+            label="steady-state wall time (without the copies)"
+            if only_keep
+            else "steady-state wall time (without exposed copies and waits in copies)",
+        )
+    )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.TRANSFER_BOUND,
+        verdict=Verdict.FIX,
+        headline=headline,
+        evidence=tuple(evidence),
+        mechanism="Copies between host and GPU run on the copy engines over the host link, no faster than its peak "
+        "rate"
+        + (
+            "; from pageable memory the driver stages them through a pinned bounce buffer and the call blocks the "
+            "host, so neither the host nor the kernels proceed while the bytes move."
+            if w.pageable_bytes
+            else "; the host memory is already pinned, so what is left is to overlap the copies with compute or not "
+            "to make them."
         ),
+        fix=fix,
+        expect=tuple(expect),
         confidence=_confidence(
             share,
             w,
             ctx.tl.has_host_trace,
-            "a capture after pinning the buffers, to see how much of the copy time overlaps",
+            "a capture after the change, to see how much of the copy time is left",
         ),
-        next_step="After pinning and overlapping, re-capture the same steady state (`nsys profile -t cuda,nvtx "
+        next_step="After the change, re-capture the same steady state (`nsys profile -t cuda,nvtx "
         "--capture-range=cudaProfilerApi ...` or torch.profiler with a schedule) and `kprof compare` the two.",
-        findings=tuple(_findings(w, exclude="copy")),
+        findings=tuple(_findings(ctx, w, Bottleneck.TRANSFER_BOUND)),
     )
 
 
@@ -1560,7 +2257,7 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
         ),
         next_step="Apply the fix and re-capture the same steady state; `kprof compare BEFORE AFTER` checks that "
         "GPU-busy fraction went up and launch calls went down.",
-        findings=tuple(_findings(w, exclude="host")),
+        findings=tuple(_findings(ctx, w, Bottleneck.HOST_LAUNCH_BOUND)),
     )
 
 
@@ -1637,59 +2334,110 @@ def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
         next_step="Find the blocking lines with torch.cuda.set_sync_debug_mode('warn') (PyTorch) or nsys's "
         "backtraces (`nsys profile -t cuda,nvtx --cudabacktrace=sync ...`), remove them from the loop, re-capture "
         "and `kprof compare`.",
-        findings=tuple(_findings(w, exclude="sync")),
+        findings=tuple(_findings(ctx, w, Bottleneck.SYNC_BOUND)),
     )
 
 
 def _diag_startup(
-    ctx: _Context, w_all: _Window, subject: Subject, startup_ns: int, wall_ns: int, steady: _Window
+    ctx: _Context,
+    w_all: _Window,
+    subject: Subject,
+    startup_ns: int,
+    wall_ns: int,
+    steady: _Window,
+    inside: bool = False,
 ) -> Diagnosis:
+    """One-time work dominates: of the capture (nothing after start-up repeats), or, with ``inside``, of the
+    steady state's idle time (compilation or module loading inside the loop)."""
     share = startup_ns / max(wall_ns, 1)
-    ev = [
-        Evidence(
-            name="start-up time",
-            value=round(startup_ns / 1e6, 3),
-            unit="ms",
-            reference=f"{_pct(share)} of the {_ms(wall_ns)} capture; > {th.STARTUP_SHARE:.0%} dominates",
-            reference_value=round(th.STARTUP_SHARE * wall_ns / 1e6, 3),
-        ),
-        Evidence(
-            name="steady state",
-            value=round(steady.wall_ns / 1e6, 3),
-            unit="ms",
-            reference=f"{ctx.steady_reason}; GPU busy {_pct(steady.busy_fraction)} there",
-        ),
-    ]
-    if ctx.startup_first_call_ns:
-        ev.append(
+    if inside:
+        ev = [
+            _busy_evidence(steady),
             Evidence(
-                name="first CUDA call (lazy initialization)",
-                value=round(ctx.startup_first_call_ns / 1e6, 3),
+                name="GPU idle during start-up work (module loading, compilation)",
+                value=round(startup_ns / 1e6, 3),
                 unit="ms",
-                reference="paid once per process",
+                reference=f"{_pct(share)} of {steady.scope}",
+            ),
+        ]
+        headline = (
+            f"Start-up work inside {steady.scope}: the GPU is idle {_pct(startup_ns / max(wall_ns, 1))} of it "
+            f"({_ms(startup_ns)}) while the host loads modules or compiles code."
+        )
+        mech = (
+            "Module loading, library initialization or run-time compilation (JIT, autotuning) happens while the "
+            "loop runs: the GPU has no work until it finishes. Each happens once per shape or kernel, so a steady "
+            "state measured after them is faster."
+        )
+    else:
+        parts = _startup_parts(ctx)
+        end = max(0, ctx.capture_hi - ctx.teardown_lo)
+        ev = [
+            Evidence(
+                name="one-time work (start-up and teardown)",
+                value=round(startup_ns / 1e6, 3),
+                unit="ms",
+                reference=f"{_pct(share)} of the {_ms(wall_ns)} capture; > {th.STARTUP_SHARE:.0%} dominates",
+                reference_value=round(th.STARTUP_SHARE * wall_ns / 1e6, 3),
+            ),
+            Evidence(
+                name="steady state",
+                value=round(steady.wall_ns / 1e6, 3),
+                unit="ms",
+                reference=f"{ctx.steady_reason}; GPU busy {_pct(steady.busy_fraction)} there; not repeated work "
+                f"({ctx.repeat_how})",
+            ),
+        ]
+        if ctx.startup_first_call_ns:
+            ev.append(
+                Evidence(
+                    name="first CUDA call (context creation)",
+                    value=round(ctx.startup_first_call_ns / 1e6, 3),
+                    unit="ms",
+                    reference="paid once per process",
+                )
             )
+        begin = max(0, ctx.steady_lo - ctx.capture_lo)
+        pieces = []
+        if begin:
+            pieces.append(f"start-up {_ms(begin)}" + (f" ({parts})" if parts else ""))
+        if end:
+            pieces.append(
+                f"{_ms(end)} after the last GPU work"
+                + (" (teardown: unloading, frees)" if ctx.teardown_calls else " (the process's exit)")
+            )
+        what = " and ".join(pieces) or "CUDA initialization, module loading, first iteration"
+        lead = "Start-up dominates the capture" if begin >= end else "One-time work dominates the capture"
+        headline = (
+            f"{lead}: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time work ({what}), and the work "
+            "after start-up does not repeat."
+        )
+        mech = (
+            "The first CUDA call creates the context, kernels are loaded lazily on first use, libraries create "
+            "their handles and code is compiled in the first iteration; the end of a process unloads and frees. "
+            "Nothing after start-up is repeated work, so this one-time cost is what the capture measures."
         )
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.STARTUP_BOUND,
         verdict=Verdict.FIX,
-        headline=f"Start-up dominates the capture: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time "
-        "work (CUDA initialization, module loading, first iteration) before the steady state.",
+        headline=headline,
         evidence=tuple(ev[:3]),
-        mechanism="The first CUDA call creates the context, kernels are loaded lazily on first use and libraries "
-        "create their handles in the first iteration; in a short capture this one-time cost outweighs the loop, so "
-        "the capture says little about the steady state.",
+        mechanism=mech,
         fix="If the program is short-lived by design, cut start-up: load fewer modules (CUDA_MODULE_LOADING=LAZY is "
-        "the default), reuse the process (a server instead of one process per request), warm up once. Otherwise "
-        "profile the steady state, not the start.",
+        "the default), cache compiled kernels (TORCHINDUCTOR_CACHE_DIR, a persistent Triton cache), reuse the "
+        "process (a server instead of one process per request), warm up once. Otherwise profile the steady state, "
+        "not the start.",
         expect=(
             Expectation(
                 metric="wall_ns",
                 direction=Direction.DOWN,
                 value_now=wall_ns,
                 unit="ns",
-                target=steady.wall_ns,
-                label="captured wall time (steady state only)",
+                target=max(0, wall_ns - startup_ns) if inside else steady.wall_ns,
+                label="steady-state wall time (without the start-up work)"
+                if inside
+                else "captured wall time (steady state only)",
             ),
         ),
         confidence=_confidence(
@@ -1698,6 +2446,132 @@ def _diag_startup(
         next_step="Capture only the steady state: bracket it with torch.cuda.profiler.start()/stop() and run "
         "`nsys profile --capture-range=cudaProfilerApi -t cuda,nvtx -o out <your command>`, or use "
         "torch.profiler.schedule(wait=1, warmup=2, active=5).",
+        findings=tuple(_findings(ctx, steady, Bottleneck.STARTUP_BOUND)) if inside else (),
+    )
+
+
+def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    """The GPU waits while the host does something other than issue GPU work (no CUDA call for >= 1 ms)."""
+    hc = w.idle_by_cause.get("host_compute", 0)
+    gs, ge = w.host_compute_gaps
+    n = len(gs)
+    median_gap = float(np.median(ge - gs)) if n else 0.0
+    top = _named_cover(ctx, w)
+    what, fix = _host_compute_fix(top.name if top else None)
+    traced = top is not None
+    ev = [
+        _busy_evidence(w),
+        Evidence(
+            name="GPU idle while the host made no CUDA call",
+            value=round(hc / 1e6, 3),
+            unit="ms",
+            reference=f"{_pct(hc / max(w.wall_ns, 1))} of {w.scope}, {_pct(hc / max(w.idle_ns, 1))} of the idle "
+            f"time; {n:,} gaps, median {_ms(median_gap)}; dispatch issues a CUDA call every "
+            f"{th.TYPICAL_LAUNCH_OVERHEAD_NS[0] / 1e3:.0f}-145 us, never {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} without one",
+            reference_value=th.HOST_COMPUTE_MIN_STRETCH_NS / 1e6,
+            metric="host_compute_idle_ns",
+        ),
+    ]
+    if top is not None:
+        ev.append(
+            Evidence(
+                name=f"idle time covered by the {top.kind} {_clip_name(top.name, 70)}",
+                value=round(100 * top.covered_ns / max(hc, 1), 1),
+                unit="%",
+                reference=f"{_ms(top.own_ns)} in it, {_pct(top.covered_ns / max(top.own_ns, 1))} of that with the "
+                "GPU idle",
+            )
+        )
+    else:
+        ev.append(
+            Evidence(
+                name="what the host ran",
+                value="untraced",
+                reference="no CPU operator, annotated range or OS runtime call covers these gaps",
+            )
+        )
+    by = (
+        f" while it ran the {top.kind} {_clip_name(top.name, 70)}"
+        if top is not None
+        else " (in untraced code)"
+    )
+    headline = (
+        f"Host-compute-bound: the GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} busy of "
+        f"{_ms(w.wall_ns)}); {n:,} gap{'s' if n != 1 else ''} in which the host made no CUDA call{by} hold "
+        f"{_pct(hc / max(w.wall_ns, 1))} of it."
+    )
+    mech = (
+        f"The GPU has nothing queued while the host is {what}: in these gaps the thread that launches GPU work made "
+        f"no CUDA call for at least {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} at a time, so the host was not issuing "
+        "work. This is host computation, not launch overhead: CUDA graphs or fused kernels would not shorten "
+        "these gaps; only doing that work elsewhere (in parallel with the GPU, or on it) does."
+    )
+    if top is not None:
+        mech += f" The {top.kind} {_clip_name(top.name, 70)} covers {_pct(top.covered_ns / max(hc, 1))} of this idle time."
+    wall_after = max(w.busy_ns, w.wall_ns - hc)
+    # a loop that waits on its host work does so every iteration; one or two such gaps are one-time work
+    # or too little to tell
+    few = n < th.MIN_ITERATIONS_FOR_WARMUP_DROP
+    sample = (
+        "Sample the host to see what it runs in the gaps: `nsys profile -t cuda,nvtx,osrt -s process-tree "
+        "--cpuctxsw=process-tree -o out <your command>`, `py-spy record -o host.svg -- <your command>`, or "
+        "torch.profiler with with_stack=True."
+    )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.HOST_COMPUTE_BOUND,
+        verdict=Verdict.INCONCLUSIVE if few else Verdict.FIX,
+        headline=headline,
+        evidence=tuple(ev),
+        mechanism=mech,
+        fix=fix,
+        expect=(
+            Expectation(
+                metric="host_compute_idle_ns",
+                direction=Direction.DOWN,
+                value_now=hc,
+                target=0,
+                unit="ns",
+                label="GPU idle time while the host makes no CUDA call",
+            ),
+            Expectation(
+                metric="gpu_busy_fraction",
+                direction=Direction.UP,
+                value_now=round(w.busy_fraction, 4),
+                target=round(w.busy_ns / max(wall_after, 1), 3),
+                label="GPU-busy fraction (without the host-compute idle time)",
+            ),
+            Expectation(
+                metric="wall_ns",
+                direction=Direction.DOWN,
+                value_now=w.wall_ns,
+                unit="ns",
+                target=wall_after,
+                label="steady-state wall time (without the host-compute idle time)",
+            ),
+        ),
+        confidence=_confidence(
+            share if traced else min(share, 0.7),
+            w,
+            ctx.tl.has_host_trace,
+            "a host-side profile of the gaps (CPU sampling or operator trace) naming the work"
+            if not traced
+            else "a capture after the change",
+        ),
+        next_step=(
+            f"Only {n} such gap{'s' if n != 1 else ''}: capture more iterations of the loop to tell one-time host "
+            "work from the loop's own. "
+            if few
+            else ""
+        )
+        + (sample if not traced else "")
+        + (
+            ""
+            if not traced
+            else "Apply the fix and re-capture the same steady state; `kprof compare BEFORE AFTER` checks that the host-"
+            "compute idle time and the wall time went down."
+        ),
+        findings=tuple(_findings(ctx, w, Bottleneck.HOST_COMPUTE_BOUND)),
     )
 
 
@@ -1734,7 +2608,7 @@ def _diag_host_elsewhere(ctx: _Context, w: _Window, subject: Subject, per_launch
         next_step="Sample the host to see what it does between launches: `nsys profile -t cuda,nvtx,osrt -s cpu "
         "--cpuctxsw=process-tree -o out <your command>`, or `py-spy record -o host.svg -- <your command>`, or "
         "torch.profiler with with_stack=True.",
-        findings=tuple(_findings(w, exclude="host")),
+        findings=tuple(_findings(ctx, w, Bottleneck.HOST_LAUNCH_BOUND)),
     )
 
 
@@ -1774,39 +2648,46 @@ def _diag_unknown(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         "that link is missing or points away from the host.",
         confidence=Confidence(value=0.4, would_raise="host-side CUDA API events and all GPUs in one capture"),
         next_step=nxt,
-        findings=tuple(_findings(w, exclude="")),
+        findings=tuple(_findings(ctx, w, None)),
     )
 
 
 def _classify(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
-    busy = max(w.busy_ns, 1)
-    transfer_time = w.exposed_copy_ns + w.idle_by_cause.get("copy", 0)
-    if w.exposed_copy_ns > th.DOMINANT_SHARE * busy:
-        share = transfer_time / max(w.wall_ns, 1)
-        return _diag_transfer(ctx, w, subject, transfer_time, max(share, w.exposed_copy_ns / busy))
-    if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION:
+    """The window's bottleneck: the cause holding the largest share of its wall time (shares decide).
+
+    The kernels (GPU-busy time not spent in exposed copies) lead at >= GPU_BOUND_BUSY_FRACTION of the
+    wall, or when they hold more than half of it and GPU_SHARE_OVER_CAUSE times the largest idle cause;
+    otherwise the largest cause leads: exposed copies plus waits in copies (transfer), GPU idle while the
+    host issued work (launch), while it made no CUDA call (host compute), after syncs, in start-up work.
+    """
+    times = _cause_times(w)
+    compute = max(0, w.busy_ns - w.exposed_copy_ns)
+    wall = max(w.wall_ns, 1)
+    best = max(times, key=lambda k: times[k])
+    top = times[best]
+    if best == "copy" and w.exposed_copy_ns > th.DOMINANT_SHARE * max(w.busy_ns, 1) and top >= compute:
+        return _diag_transfer(ctx, w, subject, times["copy"], top / wall)
+    if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION and best != "copy":
         return _diag_gpu_bound(ctx, w, subject)
+    if compute > th.DOMINANT_SHARE * wall and compute >= th.GPU_SHARE_OVER_CAUSE * top:
+        return _diag_gpu_bound(ctx, w, subject)
+    if top <= 0:
+        return _diag_gpu_bound(ctx, w, subject) if w.busy_ns else _diag_unknown(ctx, w, subject)
     idle = max(w.idle_ns, 1)
-    scores = {
-        "host": w.idle_by_cause.get("host", 0),
-        "sync": w.idle_by_cause.get("sync", 0),
-        "copy": transfer_time,
-        "startup": w.idle_by_cause.get("startup", 0),
-        "other": w.idle_by_cause.get("device_wait", 0) + w.idle_by_cause.get("unknown", 0),
-    }
-    best = max(scores, key=lambda k: scores[k])
-    share = min(1.0, scores[best] / idle)
+    share = min(1.0, top / idle)
     if best == "host":
-        per_launch = scores["host"] / max(w.launch_count, 1)
+        per_launch = top / max(w.launch_count, 1)
         if per_launch > th.MAX_DISPATCH_PER_LAUNCH_NS:
             return _diag_host_elsewhere(ctx, w, subject, per_launch)
         return _diag_host(ctx, w, subject, share)
+    if best == "host_compute":
+        return _diag_host_compute(ctx, w, subject, share)
     if best == "sync":
         return _diag_sync(ctx, w, subject, share)
     if best == "copy":
-        return _diag_transfer(ctx, w, subject, transfer_time, share)
+        return _diag_transfer(ctx, w, subject, top, top / wall)
     if best == "startup":
-        return _diag_startup(ctx, w, subject, scores["startup"], w.wall_ns, w)
+        return _diag_startup(ctx, w, subject, top, w.wall_ns, w, inside=True)
     return _diag_unknown(ctx, w, subject)
 
 
@@ -1888,18 +2769,27 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
     steady_w = _analyze(ctx, _steady(ctx))
     whole = (np.array([ctx.capture_lo], np.int64), np.array([ctx.capture_hi], np.int64))
     wall_all = ctx.capture_hi - ctx.capture_lo
-    startup_ns = ctx.steady_lo - ctx.capture_lo
     subject = _subject(ctx)
     if steady_w.wall_ns <= 0:
         steady_w = _analyze(ctx, whole)
-    if startup_ns > th.STARTUP_SHARE * wall_all and wall_all > 0:
+    one_time = max(0, ctx.steady_lo - ctx.capture_lo) + max(0, ctx.capture_hi - ctx.teardown_lo)
+    if not ctx.repeated and wall_all > 0 and one_time > th.STARTUP_SHARE * wall_all:
+        # nothing after start-up repeats: the one-time work is what the capture measures
         w_all = _analyze(ctx, whole)
-        first = _diag_startup(ctx, w_all, subject, startup_ns, wall_all, steady_w)
+        first = _diag_startup(ctx, w_all, subject, one_time, wall_all, steady_w)
         steady_d = _classify(
             ctx, steady_w, Subject(kind=SubjectKind.RANGE, name="steady state", device=subject.device)
         )
         return [_with_notes(first, ctx, steady_w), _with_notes(steady_d, ctx, steady_w)]
+    # the steady state leads; start-up and teardown are findings with their share of the capture
     d = _classify(ctx, steady_w, subject)
+    extra = [f for f in _one_time_findings(ctx) if f.bottleneck is not d.bottleneck]
+    if extra:
+        import dataclasses
+
+        d = dataclasses.replace(
+            d, findings=tuple(sorted((*d.findings, *extra), key=lambda f: -(f.share or 0)))
+        )
     return [_with_notes(d, ctx, steady_w), *_range_diagnoses(ctx, wall_all)]
 
 

@@ -73,6 +73,19 @@ def diagnosis_summary(d: Diagnosis) -> dict[str, Any]:
             }
             for e in d.evidence
         ],
+        "where": [
+            {
+                "location": w.location,
+                "share": None if w.share is None else _fmt(w.share, "fraction"),
+                "quantity": w.quantity,
+                "instruction": w.instruction,
+                "detail": w.detail,
+                "text": w.text.strip(),
+                "describe": w.describe(),
+            }
+            for w in d.where
+        ],
+        "where_note": d.where_note,
         "mechanism": d.mechanism,
         "fix": d.fix,
         "expect": [x.describe() for x in d.expect],
@@ -85,6 +98,7 @@ def diagnosis_summary(d: Diagnosis) -> dict[str, Any]:
                 "headline": f.headline,
                 "share": None if f.share is None else f"{100 * f.share:.0f}%",
                 "evidence": [f"{e.name} = {e.format_value()}" for e in f.evidence],
+                "where": [w.describe() for w in f.where],
             }
             for f in d.findings
         ],
@@ -114,6 +128,12 @@ def _render_text(s: dict[str, Any]) -> str:
         for e in s["evidence"]:
             ref = f"  ({e['reference']})" if e["reference"] else ""
             lines.append(f"    - {e['name']}: {e['value']}{ref}")
+    if s["where"]:
+        lines.append("  where:")
+        for w in s["where"]:
+            lines.append(f"    - {w['describe']}")
+    if s["where_note"]:
+        lines.append(f"  {'where' if not s['where'] else 'source'}: {s['where_note']}")
     if s["mechanism"]:
         lines.append(f"  mechanism: {s['mechanism']}")
     if s["fix"]:
@@ -127,8 +147,9 @@ def _render_text(s: dict[str, Any]) -> str:
     if s["next_step"]:
         lines.append(f"  next: {s['next_step']}")
     for f in s["findings"]:
-        share = f" [{f['share']} of the gap]" if f["share"] else ""
-        lines.append(f"  also: {f['bottleneck']}{share}: {f['headline']}")
+        share = f" [{f['share']}]" if f["share"] else ""
+        at = f" (at {f['where'][0].split(' (', 1)[0].split(': ', 1)[0]})" if f["where"] else ""
+        lines.append(f"  also: {f['bottleneck']}{share}: {f['headline']}{at}")
     return "\n".join(lines)
 
 

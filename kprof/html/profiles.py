@@ -77,13 +77,22 @@ def timeline_summary(tl: Timeline) -> dict[str, Any]:
         ("annotated ranges (NVTX)", len(tl.ranges)),
         ("profiler steps", len(tl.steps)),
     ]
+    # GPU-busy per GPU, as the diagnosis measures it: the union of one device's work (two GPUs busy at
+    # different times are not one GPU busy twice as long)
     tables = (tl.kernels, tl.copies, tl.memsets, tl.graphs)
-    busy_ns = total(
-        union(
-            np.concatenate([t.start_ns for t in tables]).astype(np.int64),
-            np.concatenate([t.end_ns for t in tables]).astype(np.int64),
-        )
-    )
+    dev = np.concatenate([t.device for t in tables]).astype(np.int64)
+    starts = np.concatenate([t.start_ns for t in tables]).astype(np.int64)
+    ends = np.concatenate([t.end_ns for t in tables]).astype(np.int64)
+    busy_by_dev = [(int(d), total(union(starts[dev == d], ends[dev == d]))) for d in np.unique(dev)]
+    del dev, starts, ends
+
+    def _busy(ns: int) -> str:
+        return f"{_ms(ns)} ({100 * ns / span_ns:.1f}% of the span)" if span_ns else "0 ms"
+
+    if len(busy_by_dev) > 1:
+        gpu_busy = ", ".join(f"GPU{d} {_busy(b)}" for d, b in busy_by_dev)
+    else:
+        gpu_busy = _busy(busy_by_dev[0][1] if busy_by_dev else 0)
     top: list[dict[str, str]] = []
     k = tl.kernels
     if len(k):
@@ -121,7 +130,7 @@ def timeline_summary(tl: Timeline) -> dict[str, Any]:
         "command": tl.command,
         "gpus": gpus,
         "span": _ms(span_ns),
-        "gpu_busy": f"{_ms(busy_ns)} ({100 * busy_ns / span_ns:.1f}% of the span)" if span_ns else "0 ms",
+        "gpu_busy": gpu_busy,
         "counts": [{"what": what, "n": f"{n:,}"} for what, n in counts if n or what == "kernels"],
         "top_kernels": top,
         "threads": len(tl.threads),

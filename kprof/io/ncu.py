@@ -775,6 +775,7 @@ def _load_action(path: str, action: Any, index: int, ncu_report: Any, notes: lis
         metrics=metrics,
         rules=_rules(action),
         sass=sass,
+        source_files=_source_files(action, sass),
         sections=_sections(action),
     )
 
@@ -889,6 +890,22 @@ def _rules(action: Any) -> tuple[RuleResult, ...]:
             )
         )
     return tuple(out)
+
+
+def _source_files(action: Any, sass: tuple[SassLine, ...]) -> dict[str, str]:
+    """Path -> text of the source files the SASS maps to (text ``""`` when the report did not embed it)."""
+    wanted = {s.file for s in sass if s.file}
+    if not wanted:
+        return {}
+    try:
+        raw = action.source_files() or {}
+    except Exception:
+        raw = {}
+    out = {f: "" for f in wanted}
+    for f, text in raw.items():
+        if f in out and isinstance(text, str):
+            out[f] = text
+    return out
 
 
 def _sections(action: Any) -> tuple[str, ...]:

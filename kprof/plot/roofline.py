@@ -33,11 +33,12 @@ class RooflinePoint:
 
 
 def _point(k: Any) -> tuple[RooflinePoint | None, Roofline]:
-    from kprof.diagnose.roofline import roofline
+    from kprof.diagnose.roofline import roofline, unseen_traffic
 
     r = roofline(k)
     f = r.total_flops
-    inten = {lv: i for lv in LEVEL_STYLE if (i := r.intensity(lv)) is not None and i > 0}
+    unseen = unseen_traffic(k) if hasattr(k, "sass") else {}
+    inten = {lv: i for lv in LEVEL_STYLE if lv not in unseen and (i := r.intensity(lv)) is not None and i > 0}
     if not f or f <= 0 or not inten:
         return None, r
     return RooflinePoint(label=launch_label(k), flops=float(f), intensity=inten), r
@@ -68,6 +69,27 @@ def roofline_points(
         if p is None:
             skipped.append(name)
     return points, skipped, roofs
+
+
+def _hidden_levels(
+    launches: Any, labels: Sequence[str] | None, levels: Sequence[str]
+) -> list[tuple[str, str, str]]:
+    """(label, level, reason) for each drawn level whose bytes the launch's counters cannot see."""
+    from kprof.diagnose.roofline import unseen_traffic
+
+    ls = as_launches(launches)
+    names = (
+        [literal(x) for x in labels]
+        if labels is not None and len(labels) == len(ls)
+        else [launch_label(k) for k in ls]
+    )
+    out = []
+    for k, name in zip(ls, names, strict=True):
+        if hasattr(k, "sass"):
+            for lv, why in unseen_traffic(k).items():
+                if lv in levels:
+                    out.append((name, lv, why))
+    return out
 
 
 def _peaks(roofs: Sequence[Roofline]) -> tuple[dict[str, float], dict[str, float]]:
@@ -271,10 +293,23 @@ def plot_roofline(
             kernel_handles, [p.label for p in points], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
             frameon=False, title="kernels", title_fontsize=8,
         )  # fmt: skip
+    notes = []
     if skipped:
         shown = ", ".join(skipped[:4]) + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
+        notes.append(f"not on the chart (no floating-point work): {shown}")
+    hidden = _hidden_levels(launches, labels, levels)
+    if after is not None:
+        hidden += [(f"{n} (after)", lv, why) for n, lv, why in _hidden_levels(after, None, levels)]
+    for lv in sorted({lv for _, lv, _ in hidden}):
+        hidden_names = [n for n, x, _ in hidden if x == lv]
+        why = next(w for _, x, w in hidden if x == lv)
+        shown = ", ".join(hidden_names[:3]) + (
+            f" and {len(hidden_names) - 3} more" if len(hidden_names) > 3 else ""
+        )
+        notes.append(f"no {LEVEL_STYLE[lv][0]} point for {shown}: {why}")
+    if notes:
         ax.text(
-            0.99, 0.02, f"not on the chart (no floating-point work): {shown}", transform=ax.transAxes,
+            0.99, 0.02, "\n".join(notes), transform=ax.transAxes,
             ha="right", va="bottom", fontsize=7, color="0.35", wrap=True, gid="skipped-note",
         )  # fmt: skip
     ax.set_xlabel("Arithmetic intensity [FLOP/byte]")

@@ -299,7 +299,9 @@ def test_path_sentences_name_the_syncs_and_the_host_work_on_the_path() -> None:
     assert path_sentence(sync, "gpu_bound") is None
 
 
-def test_a_kernel_held_by_its_launch_latency_puts_the_host_on_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_kernel_held_by_its_launch_latency_puts_the_host_on_the_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Launches every 10 us, each kernel starting 6 us after its call: after a 9-us kernel the next launch
     was issued while that kernel still ran (HTA's rule would call it kernel-kernel), yet it could not start
     before its call plus the capture's 6-us launch latency: the host's pace sets the step."""
@@ -315,3 +317,33 @@ def test_a_kernel_held_by_its_launch_latency_puts_the_host_on_the_path(monkeypat
     assert share["host"] + share["host_api"] + share["launch"] > 0.9, share
     monkeypatch.setattr(th, "LAUNCH_LATENCY_MIN_SAMPLES", 10**9)  # no latency: the launch call's start alone
     assert critical_paths(tl).share_by_kind()["gpu_gap"] > 0, "the rule is what moved the path to the host"
+
+
+@pytest.mark.parametrize("ext", ["sqlite", "json.gz"])
+def test_a_sync_bound_diagnosis_names_the_syncs_on_the_critical_path(ext: str) -> None:
+    src = SAMPLES / "timeline" / f"sync_bound.{ext}"
+    if not src.is_file():
+        pytest.skip(f"{src.name} not in data/samples")
+    d = kprof.diagnose(src)[0]
+    assert d.bottleneck is not None and d.bottleneck.value == "sync_bound"
+    assert "On the critical path of the " in d.mechanism and "cudaStreamSynchronize" in d.mechanism
+    if ext == "json.gz":
+        assert "(cudaStreamSynchronize in aten::_local_scalar_dense)" in d.mechanism
+    # the same diagnosis from the timeline diagnosis alone does not have it: the path adds it
+    from kprof.diagnose.timeline import diagnose_timeline
+
+    assert "On the critical path" not in diagnose_timeline(kprof.load(src))[0].mechanism
+
+
+def test_a_host_compute_bound_diagnosis_names_the_host_work_on_the_critical_path() -> None:
+    from kprof.model import Bottleneck
+
+    if "HOST_COMPUTE_BOUND" not in Bottleneck.__members__:
+        pytest.skip("host_compute_bound is not in the vocabulary yet (issue 13)")
+    src = SAMPLES / "timeline" / "host_compute_bound.json.gz"
+    if not src.is_file():
+        pytest.skip(f"{src.name} not in data/samples")
+    d = kprof.diagnose(src)[0]
+    assert d.bottleneck is Bottleneck.HOST_COMPUTE_BOUND
+    assert "host work outside CUDA calls holds" in d.mechanism
+    assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in d.mechanism.split("On the critical path")[1]

@@ -125,3 +125,28 @@ def test_verdict_is_the_labelled_one(entry: dict[str, Any] | None, reason: str) 
         )
         pytest.xfail(KNOWN_VERDICT_DISAGREEMENTS[entry["id"]])
     assert d.verdict.value in verdicts, f"{entry['id']}: {got}/{d.verdict.value}, labelled {verdicts}"
+
+
+# Pairs in the gallery where the after kernel is the before kernel with the fix kprof recommends applied.
+PAIRS = [
+    ("cuda/smem_transpose_conflict.ncu-rep.gz", "cuda/smem_transpose_padded.ncu-rep.gz"),
+    ("cuda/sum_atomic_each.ncu-rep.gz", "cuda/sum_atomic_per_warp.ncu-rep.gz"),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), PAIRS, ids=[p[0].split("/")[1].split(".")[0] for p in PAIRS])
+def test_pair_meets_the_predicted_duration(before: str, after: str) -> None:
+    """The duration target of the before diagnosis (never below the floor) is met by the fixed kernel."""
+    from kprof import thresholds as th
+    from kprof.diagnose.compare import check_expectation
+    from kprof.diagnose.kernel import DURATION, metric_value
+
+    b, a = VALIDATION / before, VALIDATION / after
+    if not (b.exists() and a.exists()):
+        pytest.skip(f"{before} or {after} not in the gallery")
+    pytest.importorskip("ncu_report")
+    d = _diagnoses(b)[0]
+    k_after = load(a)[0]
+    (dur,) = [e for e in d.expect if e.metric == DURATION]
+    check = check_expectation(dur, dur.value_now, metric_value(k_after, DURATION), th.NCU_DURATION_NOISE)
+    assert check.met, f"{before}: {check.reason} ({dur.value_now} -> {check.after}, target {dur.target})"

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kprof import thresholds as th
+from kprof.diagnose.compare import check_expectation
 from kprof.diagnose.kernel import (
     DURATION,
     diagnose_kernels,
@@ -745,3 +746,8 @@ def test_before_expectations_are_met_by_the_after_sample(pair: str, samples_dir:
         assert moved, f"{e.metric}: {e.value_now} -> {now}"
         if e.target is not None and e.metric != DURATION:
             assert now == pytest.approx(e.target, rel=0.35), e.metric
+    # the predicted duration (issue 12, class 9): the fix delivered at least half of the predicted gain (kprof
+    # compare's rule), and the target was not past what the after kernel reached by more than the noise
+    (dur,) = [e for e in d.expect if e.metric == DURATION]
+    check = check_expectation(dur, dur.value_now, metric_value(k_after, DURATION), th.NCU_DURATION_NOISE)
+    assert check.met, check.reason

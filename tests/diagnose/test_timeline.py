@@ -206,8 +206,15 @@ def test_startup_bound() -> None:
         )
     )
     ds = diagnose_timeline(tl_from(kernels, api))
+    # 50 launches of one kernel follow the 500 ms of start-up: a loop, so its verdict leads (issue 13)
+    assert ds[0].bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    f = next(f for f in ds[0].findings if f.bottleneck is Bottleneck.STARTUP_BOUND)
+    assert f.share > 0.99 and "capture-range" in f.headline  # 500 ms of 500.5 ms
+    # three different kernels after it are not a loop: start-up leads, the steady state second
+    kernels = [(*k[:3], i) for i, k in enumerate(kernels[:3])]
+    ds = diagnose_timeline(tl_from(kernels, api[:4], names=("void a(int)", "void b(int)", "void c(int)")))
     assert ds[0].bottleneck is Bottleneck.STARTUP_BOUND
-    assert ds[1].bottleneck is Bottleneck.HOST_LAUNCH_BOUND  # the steady state, second
+    assert ds[1].subject.name == "steady state"
     assert "capture-range" in ds[0].next_step
 
 
@@ -245,10 +252,19 @@ def test_microsecond_gaps_matter() -> None:
 
 # ----------------------------------------------------------------------------- corpus
 
+# Issue 13 changed four of these (the table in its closing note says why):
+# - saxpy (MPI): was transfer_bound; 5 gaps of ~176 ms with no CUDA call (MPI waits and untraced host work)
+#   hold 69% of the steady state, copies 22%: host_compute_bound, copies a finding.
+# - CloverLeaf: was host_launch_bound; its 269 ms "gap" was the first cudaMalloc creating the context
+#   (234 ms, start-up); the loop after it is 89% busy: gpu_bound.
+# - ResNet-50, num_workers=0: was host_launch_bound; kernels hold 68% of the steady state, the DataLoader's
+#   __next__ covers the 23% of host-compute gaps: gpu_bound with a host_compute_bound finding (shares decide).
+# - triton_example: was (None, inconclusive) as host time "far more than launch overhead"; now the same
+#   verdict with the id that names it: 2 gaps, 13.3 s, no CUDA call and nothing traced over them.
 CORPUS_EXPECT = {
-    "pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite": ("transfer_bound", "fix"),
-    "pipit/perlmutter-cloverleaf-cuda.sqlite": ("host_launch_bound", "fix"),
-    "kineto/resnet50_num_workers_0.worker0.pt.trace.json.gz": ("host_launch_bound", "fix"),
+    "pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite": ("host_compute_bound", "fix"),
+    "pipit/perlmutter-cloverleaf-cuda.sqlite": ("gpu_bound", "healthy"),
+    "kineto/resnet50_num_workers_0.worker0.pt.trace.json.gz": ("gpu_bound", "healthy"),
     "HolisticTraceAnalysis/cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz": (
         None,
         "inconclusive",
@@ -261,7 +277,7 @@ CORPUS_EXPECT = {
         "startup_bound",
         "fix",
     ),
-    "HolisticTraceAnalysis/triton_example__triton_example.json.gz": (None, "inconclusive"),
+    "HolisticTraceAnalysis/triton_example__triton_example.json.gz": ("host_compute_bound", "inconclusive"),
 }
 
 
@@ -695,15 +711,23 @@ def test_multirank_rank_is_measured_on_its_steps_and_profiles_compute_kernels(
     tl = load(p)
     assert tl.ranges.domains == ("NCCL",)  # NCCL's ranges are in its own NVTX domain
     d = diagnose_timeline(tl)[0]
-    assert (
-        "NVTX ranges 'step 1' to 'step 5' (5 iterations; the first, 'step 0', left out as warm-up)"
-        in d.mechanism
-    )
+    if name == "ddp_straggler_rank0.sqlite":
+        # its step 1 ran 6.7x the median step (the first all-reduces): warm-up too (WARMUP_STEP_RATIO)
+        assert (
+            "NVTX ranges 'step 2' to 'step 5' (4 iterations; the first 2, 'step 0' to 'step 1', left out as "
+            "warm-up)" in d.mechanism
+        )
+    else:
+        assert (
+            "NVTX ranges 'step 1' to 'step 5' (5 iterations; the first, 'step 0', left out as warm-up)"
+            in d.mechanism
+        )
     assert "ncclAllReduce" not in d.mechanism
     assert d.bottleneck is Bottleneck.GPU_BOUND
     assert "ncu --set full" in d.next_step and "ncclDevKernel" not in d.next_step
     comm = next(e for e in d.evidence if e.name == "GPU time in NCCL collectives")
-    assert 25 <= comm.value <= 55  # 34% (the waiting rank of the straggler job), 44% (balanced job)
+    # 57% (the waiting rank of the straggler job, steps 2-5; its PyTorch trace says 58%), 44% (balanced job)
+    assert 25 <= comm.value <= 60
     assert any(f.bottleneck is Bottleneck.COMMUNICATION_BOUND for f in d.findings)
     # no verdict for NCCL's own ranges, and the steps are the iterations, not a range of their own
     assert [x.subject.name for x in diagnose_timeline(tl)[1:]] == []
