@@ -65,7 +65,12 @@ class Context:
     def source(self) -> str:
         """The text of the top line's file, when embedded."""
         w = self.top
-        return (self.k.source_files.get(w.file) or "") if w and w.file else ""
+        if w and w.file:
+            return self.k.source_files.get(w.file) or ""
+        # no line carries the waste (no per-PC counters): the user's own file, when the report embeds one
+        return next(
+            (self.k.source_files.get(f) or "" for f in self.origin.files if self.k.source_files.get(f)), ""
+        )
 
     def evidence_value(self, metric: str) -> float | None:
         for e in self.d.evidence:
@@ -412,19 +417,27 @@ _CONST_LOOP = re.compile(
 )
 
 
+def _static_line(c: Context, mnemonics: tuple[str, ...]) -> SourceLine | None:
+    """The first source line holding one of ``mnemonics`` in the SASS listing (no counters needed)."""
+    cands = [x for x in c.k.sass if x.mnemonic in mnemonics and x.file and x.line]
+    # an address built from a register other than the stack pointer R1 is the run-time index worth naming
+    dynamic = [x for x in cands if re.search(r"\[[^\]]*\bR(?!1\b)\d+", x.text)]
+    for x in dynamic or cands:
+        return SourceLine(
+            file=x.file, line=x.line, text=c.k.source_line(x.file, x.line).strip(), instruction=x.opcode
+        )
+    return None
+
+
 def _local_memory(c: Context) -> Text:
     mech = _where_sentence(c, "local-memory sectors")
     if c.is_cuda:
-        w = c.top
+        w = c.top or _static_line(c, ("LDL", "STL"))
         src = strip_comments(c.source)
         arrays = {m.group(2): (m.group(1), int(m.group(3))) for m in _LOCAL_ARRAY.finditer(src)}
         used = [a for a in arrays if w and re.search(rf"\b{re.escape(a)}\s*\[", w.text)]
-        if (
-            w is None
-            or not used
-            or "dynamic"
-            not in c.d.headline + c.d.mechanism + c.d.fix + " ".join(e.reference for e in c.d.evidence)
-        ):
+        said = " ".join([c.d.headline, c.d.mechanism, c.d.fix, *(e.reference for e in c.d.evidence)])
+        if w is None or not used or not re.search(r"dynamic|run-time", said):
             return mech, _keep_with_line(c)
         name = used[0]
         typ, size = arrays[name]
@@ -704,8 +717,9 @@ def _tensor_core(c: Context) -> Text:
         mech += f" {ins} is mma.sync; on sm_{c.sm} the warpgroup path ({path.sass}) has the higher peak."
         if c.is_cuda:
             return mech, (
-                f"Issue the product on {c.line_ref(text=False) or 'the MMA line'} with {path.ptx} instead of mma.sync: "
-                f"{path.cuda}, operands staged in shared memory (TMA on sm_90); SASS {path.sass}."
+                f"Issue the product on {c.line_ref(text=False) or 'the MMA line'} with {path.ptx.split(' (')[0]} "
+                f"instead of mma.sync ({path.cuda}; operands in shared memory, loaded by TMA; SASS {path.sass}), "
+                "or call cuBLAS/cuBLASLt for a plain GEMM."
             )
         if c.lang in (L.TRITON, L.INDUCTOR):
             return mech, (
@@ -811,12 +825,21 @@ def _occupancy(c: Context) -> Text:
 def _latency(c: Context) -> Text:
     mech = _where_sentence(c, "warp stall samples")
     i = _sass_index(c, c.top)
-    if (
-        c.is_cuda
-        and i is not None
-        and c.k.sass[i].mnemonic in ("LDG", "LD")
-        and address_from_load(c.k.sass, i)
-    ):
+    gather = i is not None and c.k.sass[i].mnemonic in ("LDG", "LD") and address_from_load(c.k.sass, i)
+    if gather and c.lang is L.PYTORCH:
+        return mech, (
+            "PyTorch's gather waits on loads whose addresses come from loaded indices (index_select, gather, "
+            "embedding or advanced indexing with scattered indices): sort the indices first (`idx, perm = idx.sort()`, gather, then undo "
+            "the permutation) so neighbouring lanes read neighbouring rows, and gather whole contiguous rows rather "
+            "than single elements."
+        )
+    if gather and c.lang in (L.TRITON, L.INDUCTOR):
+        return mech, (
+            "The waited-on load takes its address from a loaded index: sort or bucket the indices so neighbouring "
+            "lanes gather neighbouring rows, and give each program several independent gathers (larger BLOCK, "
+            "num_warps=8) so more are in flight."
+        )
+    if c.is_cuda and gather:
         where = c.line_ref() or "this load"
         mech += (
             " That load's address is computed from a value loaded just before (a pointer chase, hash probe or index "
@@ -968,7 +991,7 @@ WRITERS: dict[Bottleneck, Callable[[Context], Text]] = {
 
 def localized_text(c: Context) -> Text:
     """(sentence to add to the mechanism, fix in the kernel's language or None to keep the current one)."""
-    if c.d.bottleneck is None or (c.d.verdict is Verdict.INCONCLUSIVE and not c.where):
+    if c.d.bottleneck is None or (c.d.verdict is Verdict.INCONCLUSIVE and not c.where and c.is_cuda):
         return "", None
     if c.d.verdict is Verdict.HEALTHY:
         return _healthy(c)
