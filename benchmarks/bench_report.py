@@ -1,14 +1,19 @@
-"""Benchmark of ``kprof report`` on the shipped samples: total time and where it goes.
+"""Benchmark of ``kprof report`` on the shipped samples: total time, a ratio, and where the time goes.
 
-    python benchmarks/bench_report.py [-o /tmp/report.html] [--top 8] [--no-breakdown]
+    python benchmarks/bench_report.py [-o /tmp/report.html] [--top 8] [--no-breakdown] [--repeat N]
 
-First runs :func:`kprof.report.build_report` as ``kprof report`` does (the notebooks in
-parallel, one process and kernel each): that is the headline time, with the target of 60 s
-on the development machine (2 cores shared with other work). Then, for the breakdown, runs
-the same steps one after the other (papermill per template, merge, nbconvert export, atomic
-write) and prints, as markdown, the wall time of each step and the slowest cells of each
-notebook (papermill records every cell's duration). Loading and diagnosing the inputs is in
-each notebook's first code cell; kernel start-up is what the cells do not account for.
+First runs :func:`kprof.report.build_report` as ``kprof report`` does (the notebook runs in
+parallel, one process and kernel each): that is the headline time, against the target of 30 s on
+the development machine (2 cores; measure with nothing else running). Then the baseline, measured
+in the same run: one Python process that loads and diagnoses every input once, one after the
+other, which is the least work any report of them does. The ratio report / baseline says how much
+the notebooks, their plots and their processes cost on top of reading the inputs, and unlike the
+seconds it hardly moves when the machine is shared.
+
+Then, for the breakdown, runs the same notebook runs one after the other (papermill per run,
+merge, nbconvert export) and prints, as markdown, the wall time of each step and the slowest cells
+of each run (papermill records every cell's duration). Kernel start-up is what the cells do not
+account for.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ sys.path.insert(0, str(REPO))
 
 from kprof import report  # noqa: E402
 
+TARGET_S = 30.0
+"""Issue 15: `kprof report` on the samples in under 30 s on the 2-core development machine."""
+
 
 def _first_line(src: str) -> str:
     for line in src.splitlines():
@@ -34,36 +42,77 @@ def _first_line(src: str) -> str:
     return src.strip().splitlines()[0][:70] if src.strip() else "(empty)"
 
 
+def _inputs() -> list[str]:
+    from kprof.jobs import sample_job_paths
+
+    return [*report.sample_paths(), *sample_job_paths("ddp_straggler")]
+
+
+def baseline_s() -> float:
+    """Seconds to load and diagnose every input of the sample report once, in a fresh process."""
+    import subprocess
+
+    code = (
+        "import sys, time; t0 = time.perf_counter()\n"
+        "import kprof\n"
+        "for p in sys.argv[1:]:\n"
+        "    kprof.diagnose(kprof.load(p))\n"
+        "print(time.perf_counter() - t0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, "-c", code, *_inputs()], capture_output=True, text=True, env=env, check=True
+    )
+    assert r.stdout.strip(), r.stderr
+    return time.perf_counter() - t0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", default=None, help="report file (default: a temporary file)")
-    ap.add_argument("--top", type=int, default=6, help="slowest cells listed per notebook")
-    ap.add_argument("--no-breakdown", action="store_true", help="only the end-to-end run")
+    ap.add_argument("--top", type=int, default=6, help="slowest cells listed per run")
+    ap.add_argument("--no-breakdown", action="store_true", help="only the end-to-end run and the ratio")
+    ap.add_argument("--repeat", type=int, default=1, help="end-to-end runs (each with its baseline)")
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="kprof-bench-") as tmp:
-        t0 = time.perf_counter()
-        out = report.build_report(None, Path(args.output or Path(tmp) / "report.html"), log=None)
-        end_to_end = time.perf_counter() - t0
-        size = out.stat().st_size
-    print(f"## `kprof report` on the samples, end to end: {end_to_end:.1f} s ({size / 1e6:.2f} MB)\n")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)\n")
+    print("| run | report [s] | baseline: load + diagnose once [s] | ratio | load average after |")
+    print("|---:|---:|---:|---:|---|")
+    worst = 0.0
+    for i in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="kprof-bench-") as tmp:
+            t0 = time.perf_counter()
+            out = report.build_report(None, Path(args.output or Path(tmp) / "report.html"), log=None)
+            end_to_end = time.perf_counter() - t0
+            size = out.stat().st_size
+        base = baseline_s()
+        worst = max(worst, end_to_end)
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"| {i + 1} | {end_to_end:.1f} | {base:.1f} | {end_to_end / base:.2f} | {load} |")
+    print(
+        f"\nReport size: {size / 1e6:.2f} MB; target {TARGET_S:.0f} s: {'met' if worst <= TARGET_S else 'NOT met'}.\n"
+    )
     if args.no_breakdown:
-        return 0 if end_to_end <= 60 else 1
+        return 0 if worst <= TARGET_S else 1
 
     t_all = time.perf_counter()
     t0 = time.perf_counter()
-    inputs = report.sort_inputs(report.sample_paths())
-    inputs = report.Inputs(inputs.timelines, inputs.kernels, tuple(report.find_pairs(inputs.kernels)))
-    t_inputs = time.perf_counter() - t0
-    rows: list[tuple[str, float]] = [("find and check inputs", t_inputs)]
+    inputs = report.sort_inputs(_inputs())
+    names = report.display_names([*inputs.timelines, *inputs.kernels, *(p for j in inputs.jobs for p in j)])
+    inputs = inputs.renamed(names)
+    rows: list[tuple[str, float]] = [("find and check inputs", time.perf_counter() - t0)]
     cells: list[tuple[str, list[tuple[float, str]]]] = []
     parts = []
     with tempfile.TemporaryDirectory(prefix="kprof-bench-") as tmp:
-        for stage in inputs.stages():
+        base = Path(tmp) / "inputs"
+        report.link_inputs(names, base)
+        for run in report.report_runs(inputs.stages()):
             t0 = time.perf_counter()
-            nb = report.execute_template(stage, report.stage_parameters(stage, inputs), Path(tmp))
+            params = {st: report.stage_parameters(st, inputs) for st in run}
+            nb = report.execute_run(run, params, Path(tmp), base)
             dt = time.perf_counter() - t0
-            rows.append((f"execute {report.TEMPLATES[stage]}", dt))
+            rows.append((f"execute {report.run_name(run)}", dt))
             per_cell = [
                 (float(c.metadata.get("papermill", {}).get("duration") or 0.0), _first_line(c.source))
                 for c in nb.cells
@@ -71,23 +120,18 @@ def main() -> int:
             ]
             in_cells = sum(d for d, _ in per_cell)
             per_cell.append((dt - in_cells, "(kernel start-up, shutdown, papermill overhead)"))
-            cells.append((report.TEMPLATES[stage], sorted(per_cell, reverse=True)[: args.top]))
-            parts.append((stage, nb))
+            cells.append((report.run_name(run), sorted(per_cell, reverse=True)[: args.top]))
+            parts.append((run, nb))
         t0 = time.perf_counter()
         merged = report.merge_notebooks(parts, inputs, show_code=False)
         rows.append(("merge notebooks", time.perf_counter() - t0))
         t0 = time.perf_counter()
         body = report.export_html(merged)
         rows.append(("nbconvert export", time.perf_counter() - t0))
-        t0 = time.perf_counter()
-        report.atomic_write(Path(tmp) / "report.html", body)
-        rows.append(("atomic write", time.perf_counter() - t0))
     total = time.perf_counter() - t_all
 
-    n_in = len(inputs.timelines) + len(inputs.kernels)
-    print(
-        f"## Breakdown, notebooks one after the other ({n_in} inputs, {os.cpu_count()} CPUs): {total:.1f} s\n"
-    )
+    n_in = len(inputs.timelines) + len(inputs.kernels) + sum(len(j) for j in inputs.jobs)
+    print(f"## Breakdown, runs one after the other ({n_in} inputs, {os.cpu_count()} CPUs): {total:.1f} s\n")
     print("| step | seconds | share |\n|---|---:|---:|")
     for name, dt in rows:
         print(f"| {name} | {dt:.2f} | {100 * dt / total:.0f}% |")
@@ -98,7 +142,7 @@ def main() -> int:
         for dt, src in top:
             print(f"| {dt:.2f} | `{src.replace('|', '/')}` |")
         print()
-    return 0 if end_to_end <= 60 else 1
+    return 0 if worst <= TARGET_S else 1
 
 
 if __name__ == "__main__":

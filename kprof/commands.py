@@ -49,6 +49,8 @@ def _program(cmd: Sequence[str] | str | None) -> list[str]:
     if cmd is None:
         return [PROGRAM]
     if isinstance(cmd, str):
+        if _PLACEHOLDER.match(cmd.strip()):  # "<your command>": for the reader to replace, one word
+            return [cmd.strip()]
         try:
             return shlex.split(cmd) or [PROGRAM]
         except ValueError:  # unbalanced quotes in a recorded command line: keep it whole
@@ -97,13 +99,16 @@ def ncu_argv(
     replay_mode: str | None = None,
     kernel_name_base: str | None = None,
     profile_from_start: bool = True,
+    force: bool = True,
     ncu: str = "ncu",
 ) -> list[str]:
     """The ``ncu`` command kprof runs (and suggests): one launch, source imported, the GPU's own clocks.
 
     ``kernel_filter`` is what ``-k`` gets: an exact function name, or ``regex:...``. ``sections``
     (``SourceCounters``, ...) replace ``--set`` when only those are missing. ``launch_skip=None``
-    leaves ``--launch-skip`` out (the first matching launch).
+    leaves ``--launch-skip`` out (the first matching launch). ``force`` (``-f``) overwrites an
+    existing report: kprof's own captures do, its suggestions never do (ncu then refuses to
+    replace a report the user has).
 
     Examples
     --------
@@ -123,7 +128,7 @@ def ncu_argv(
         argv += ["--replay-mode", replay_mode]
     if not profile_from_start:
         argv += ["--profile-from-start", "off"]
-    return [*argv, "-f", "-o", output, *_program(cmd)]
+    return [*argv, *(["-f"] if force else []), "-o", output, *_program(cmd)]
 
 
 def exact_kernel_filter(name: str) -> str:
@@ -196,9 +201,10 @@ def ncu_command(
     Examples
     --------
     >>> ncu_command("k", "runs/k_after", launch_skip=None)
-    "ncu --set full --import-source yes --clock-control none -k 'regex:^k$' --launch-count 1 -f -o runs/k_after <your program and its arguments>"
+    "ncu --set full --import-source yes --clock-control none -k 'regex:^k$' --launch-count 1 -o runs/k_after <your program and its arguments>"
     """
     flt = exact_kernel_filter(kernel) if exact else kernel
+    kw.setdefault("force", False)  # a suggestion never overwrites a report the user has
     return shell(ncu_argv(program, output, kernel_filter=flt, **kw))  # type: ignore[arg-type]
 
 
@@ -228,7 +234,7 @@ def kernel_after_change(
     --------
     >>> print(kernel_after_change("transpose", "runs/t_before.ncu-rep"))  # doctest: +NORMALIZE_WHITESPACE
     After the change, profile the same launch again: `ncu --set full --import-source yes --clock-control none
-    -k 'regex:^transpose$' --launch-count 1 -f -o runs/t_after <your program and its arguments>`, then check it
+    -k 'regex:^transpose$' --launch-count 1 -o runs/t_after <your program and its arguments>`, then check it
     with `kprof compare runs/t_before.ncu-rep runs/t_after.ncu-rep`.
     """
     before = source or re.sub(r"\W+", "_", kernel)[:40] + ".ncu-rep"

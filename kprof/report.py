@@ -58,12 +58,16 @@ TEMPLATES: dict[str, str] = {
 """Stage -> template notebook shipped in ``kprof/templates``. A report runs the ``job`` template
 once per job, as stages ``job``, ``job:2``, ``job:3``... (see :func:`stage_template`)."""
 STAGE_TITLES = {
-    "timeline": "1. Timeline",
-    "kernel": "2. Kernel",
-    "mechanism": "3. Mechanism",
-    "job": "1b. Job (many ranks)",
-    "compare": "5. Before and after",
+    "timeline": "Timeline",
+    "kernel": "Kernel",
+    "mechanism": "Mechanism",
+    "job": "Job (many ranks)",
+    "compare": "Before and after",
 }
+"""Section titles; a report numbers its sections 1, 2, 3... in the order it shows them."""
+RUN_TOGETHER = ("kernel", "mechanism", "compare")
+"""Stages that run in one notebook kernel when the report has kernel reports: each report is then
+loaded and diagnosed once (:func:`load_profile`, :func:`kernel_entries`), not once per notebook."""
 
 
 def stage_template(stage: str) -> str:
@@ -129,35 +133,100 @@ def sample_paths(stage: str | None = None) -> list[str]:
             "no sample gallery found (data/samples beside the package or in the current directory); "
             "pass the profiles to report on: kprof report PATH ..."
         )
+    timelines, kernels = profiles_among(_sample_files(d), csv=False)
+    if stage == "timeline":
+        return timelines
+    if stage == "kernel":
+        return kernels
+    return timelines + kernels
+
+
+_CAPTURE_SUFFIXES = (".nsys-rep", ".qdrep", ".sqlite", ".pt.trace.json", ".json")
+_REPORT_SUFFIXES = (".ncu-rep", ".raw.csv", ".details.csv", ".csv")
+
+
+def _strip(name: str, suffixes: Sequence[str]) -> str:
+    name = name.removesuffix(".gz")
+    for suffix in suffixes:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def profiles_among(
+    files: Iterable[str | os.PathLike[str]], *, csv: bool = True
+) -> tuple[list[str], list[str]]:
+    """The profiles among ``files`` (others are skipped): ``(timelines, kernel reports)``, sorted.
+
+    One file per timeline capture: the nsys ``.sqlite`` export when there is one (plain or
+    gzip'd), which needs no nsys to read, else the ``.nsys-rep``, else the PyTorch trace. Every
+    ``.ncu-rep``; with ``csv``, an ncu CSV export too unless a ``.ncu-rep`` of the same name is there.
+    """
     from kprof.io import detect_format
 
     by_stem: dict[str, dict[str, str]] = {}
-    kernels: list[str] = []
-    for p in _sample_files(d):
+    reports: dict[str, dict[str, str]] = {}
+    for f in files:
+        p = Path(f)
         if not p.is_file():
             continue
         try:
             fmt = detect_format(p)
         except KprofError:
             continue
+        if not _looks_like(p, fmt):
+            continue
         if fmt in TIMELINE_FORMATS:
-            name = p.name
-            for suffix in (".nsys-rep", ".sqlite.gz", ".sqlite", ".json.gz", ".json", ".pt.trace.json.gz"):
-                if name.endswith(suffix):
-                    name = name[: -len(suffix)]
-                    break
-            by_stem.setdefault(str(p.parent / name), {})[fmt] = str(p)
-        elif fmt == "ncu-rep":
-            kernels.append(str(p))
-    timelines = []
-    for stem in sorted(by_stem):
-        fmts = by_stem[stem]
-        timelines.append(fmts.get("nsys-sqlite") or fmts.get("nsys-rep") or fmts["kineto"])
-    if stage == "timeline":
-        return timelines
-    if stage == "kernel":
-        return sorted(kernels)
-    return timelines + sorted(kernels)
+            by_stem.setdefault(str(p.parent / _strip(p.name, _CAPTURE_SUFFIXES)), {}).setdefault(fmt, str(p))
+        elif fmt == "ncu-rep" or (csv and fmt in KERNEL_FORMATS):
+            reports.setdefault(str(p.parent / _strip(p.name, _REPORT_SUFFIXES)), {}).setdefault(fmt, str(p))
+    timelines = [
+        fm.get("nsys-sqlite") or fm.get("nsys-rep") or fm["kineto"] for _, fm in sorted(by_stem.items())
+    ]
+    kernels = [fm.get("ncu-rep") or next(iter(fm.values())) for _, fm in sorted(reports.items())]
+    return timelines, kernels
+
+
+def _looks_like(p: Path, fmt: str) -> bool:
+    """Whether a ``.json`` is a profiler trace and a ``.csv`` an ncu export (their suffixes are
+    shared with any data file in a folder of results); the other formats are told by their suffix."""
+    import gzip
+
+    if fmt not in ("kineto", "ncu-csv"):
+        return True
+    try:
+        with gzip.open(p, "rb") if p.name.endswith(".gz") else open(p, "rb") as f:
+            head = f.read(1 << 20)
+    except (OSError, EOFError):
+        return False
+    if fmt == "kineto":
+        return b'"traceEvents"' in head
+    return b"Kernel Name" in head[:8192]
+
+
+def expand_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """``paths`` with each folder replaced by the profiles it holds (any depth, see :func:`profiles_among`).
+
+    Raises
+    ------
+    KprofInputError
+        A folder that holds no profile kprof reads.
+    """
+    out: list[str] = []
+    for p in paths:
+        s = os.fspath(p)
+        if s and os.path.isdir(s):
+            files = sorted(str(f) for f in Path(s).rglob("*") if f.is_file() and not f.name.startswith("."))
+            timelines, kernels = profiles_among(files)
+            if not timelines and not kernels:
+                raise KprofInputError(
+                    s,
+                    "is a folder that holds no profile kprof reads (.nsys-rep, .sqlite, .json[.gz], .ncu-rep, .csv)",
+                )
+            out += timelines + kernels
+        else:
+            out.append(s)
+    return out
 
 
 _PAIR_NAME = re.compile(r"^(?P<stem>.*?)[_.-](?P<role>before|after)$", re.IGNORECASE)
@@ -213,10 +282,90 @@ class Inputs:
             out.append("compare")
         return out
 
+    def renamed(self, names: dict[str, str]) -> Inputs:
+        """The same inputs under other names (``names`` maps each path to its new one)."""
+
+        def rn(p: str) -> str:
+            return names[p]
+
+        return Inputs(
+            tuple(map(rn, self.timelines)),
+            tuple(map(rn, self.kernels)),
+            tuple((rn(a), rn(b)) for a, b in self.pairs),
+            tuple(tuple(map(rn, j)) for j in self.jobs),
+        )
+
+
+def display_names(paths: Sequence[str]) -> dict[str, str]:
+    """The names a report shows for its inputs, never an absolute path of the machine that built it.
+
+    An input under the current directory keeps its path relative to it (as typed, and valid in the
+    commands the diagnoses suggest); the others are named relative to the deepest folder they share,
+    or, when they share none but the root, by their last folders (as many as keep the names apart).
+
+    Examples
+    --------
+    >>> import os
+    >>> display_names([os.path.abspath("data/a.sqlite"), "/srv/x/runs/b.ncu-rep"])  # doctest: +SKIP
+    {'/.../data/a.sqlite': 'data/a.sqlite', '/srv/x/runs/b.ncu-rep': 'b.ncu-rep'}
+    """
+    cwd = os.getcwd()
+    absolute = {p: os.path.abspath(p) for p in paths}
+    names: dict[str, str] = {}
+    outside = {p: a for p, a in absolute.items() if os.path.commonpath([cwd, a]) != cwd}
+    for p, a in absolute.items():
+        if p not in outside:
+            names[p] = os.path.relpath(a, cwd)
+    if outside:
+        common = os.path.commonpath([os.path.dirname(a) for a in outside.values()])
+        if os.path.dirname(common) != common:  # a shared folder below the root
+            names.update({p: os.path.relpath(a, common) for p, a in outside.items()})
+        else:
+            taken = set(names.values())
+            for depth in range(1, 64):
+                tail = {p: os.path.join(*Path(a).parts[-depth:]) for p, a in outside.items()}
+                if len(set(tail.values())) == len(tail) and not taken & set(tail.values()):
+                    break
+            names.update(tail)
+    return names
+
+
+def link_inputs(names: dict[str, str], folder: Path) -> None:
+    """Make ``folder/<name>`` a symbolic link to each input: the notebooks run in ``folder`` and
+    open the inputs by the names the report shows (the files themselves are only read)."""
+    for path, name in names.items():
+        link = folder / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(os.path.abspath(path))
+
+
+def report_runs(stages: Sequence[str]) -> list[tuple[str, ...]]:
+    """The notebook runs of a report: each stage alone, except :data:`RUN_TOGETHER`, which share
+    one kernel when there are kernel reports.
+
+    Examples
+    --------
+    >>> report_runs(["timeline", "job", "kernel", "mechanism", "compare"])
+    [('timeline',), ('job',), ('kernel', 'mechanism', 'compare')]
+    >>> report_runs(["timeline", "compare"])
+    [('timeline',), ('compare',)]
+    """
+    together = tuple(s for s in stages if s in RUN_TOGETHER) if "kernel" in stages else ()
+    runs: list[tuple[str, ...]] = []
+    for st in stages:
+        if st in together:
+            if st == together[0]:
+                runs.append(together)
+        else:
+            runs.append((st,))
+    return runs
+
 
 def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
-    """The papermill parameters of ``stage``'s template for these inputs (static views only)."""
-    params: dict[str, Any] = {"interactive": False}
+    """The parameters of ``stage``'s template for these inputs (static views; ``in_report``: the
+    report's header holds the verdicts, and each diagnosis is shown in full once)."""
+    params: dict[str, Any] = {"interactive": False, "in_report": True}
     base, _, n = stage.partition(":")
     if stage == "timeline":
         params["timeline_paths"] = list(inputs.timelines)
@@ -234,12 +383,14 @@ def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
 
 
 def sort_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
-    """Check every path and send it to its stage (raises :class:`KprofInputError` on a bad one)."""
+    """Check every path and send it to its stage (raises :class:`KprofInputError` on a bad one).
+
+    A folder stands for the profiles it holds (:func:`expand_dirs`)."""
     from kprof.io import detect_format
 
     timelines: list[str] = []
     kernels: list[str] = []
-    for p in paths:
+    for p in expand_dirs(paths):
         fmt = detect_format(p)  # before abspath, which turns an empty path into the current folder
         ap = os.path.abspath(os.fspath(p))
         (timelines if fmt in TIMELINE_FORMATS else kernels).append(ap)
@@ -257,6 +408,64 @@ def sort_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
 
 
 # ====================================================================== notebook helpers
+
+_LOADED: dict[tuple[str, int, int], Any] = {}
+"""Profiles loaded in this process, by (absolute path, mtime, size): the notebooks that a report
+runs in one kernel (:data:`RUN_TOGETHER`) read each file once."""
+
+
+def load_profile(path: str | os.PathLike[str]) -> Any:
+    """:func:`kprof.load`, once per file and process (a changed file is read again).
+
+    Examples
+    --------
+    >>> load_profile("data/samples/ncu/small_grid.ncu-rep") is load_profile("data/samples/ncu/small_grid.ncu-rep")  # doctest: +SKIP
+    True
+    """
+    from kprof.io import load
+
+    p = os.path.abspath(os.fspath(path))
+    try:
+        st = os.stat(p)
+        key = (p, st.st_mtime_ns, st.st_size)
+    except OSError:
+        return load(path)  # the loader says what is wrong with it
+    if key not in _LOADED:
+        _LOADED[key] = load(path)
+    return _LOADED[key]
+
+
+_VERDICT_ORDER = {"fix": 0, "inconclusive": 1, "healthy": 2}
+
+
+def kernel_entries(paths: Sequence[str]) -> tuple[dict[str, Any], list[tuple[str, KernelLaunch, Diagnosis]]]:
+    """Load and diagnose kernel reports: ``(profiles by path, [(path, launch, diagnosis), ...])``.
+
+    Launches with a fix come first, then inconclusive, then healthy ones (stable: within a report,
+    the launch whose fix wins the most time first). Each report is read once per process
+    (:func:`load_profile`), however many notebooks ask.
+    """
+    from kprof.api import diagnose
+
+    profiles: dict[str, Any] = {}
+    entries: list[tuple[str, KernelLaunch, Diagnosis]] = []
+    for path in paths:
+        profile = load_profile(path)
+        profiles[path] = profile
+        launches = {k.id: k for k in profile}
+        entries += [
+            (path, launches[d.subject.launch], dataclasses.replace(d, file=path)) for d in diagnose(profile)
+        ]
+    entries.sort(key=lambda e: _VERDICT_ORDER[e[2].verdict.value])
+    return profiles, entries
+
+
+def kernel_label(profiles: dict[str, Any], path: str, launch: KernelLaunch) -> str:
+    """A kernel's name on the charts: the file's name, plus the launch id when a report holds several."""
+    name = os.path.basename(path)
+    for suffix in (".gz", ".ncu-rep", ".csv"):
+        name = name.removesuffix(suffix)
+    return name if len(profiles[path].launches) == 1 else f"{name} #{launch.id}"
 
 
 def figure_png(fig: Figure | SubFigure, dpi: int = FIGURE_DPI) -> str:
@@ -443,23 +652,29 @@ def timeline_explorer(
     interactive
         Build the live ipywidgets slider (the static view is always built).
     """
+    from kprof.model import _fmt
     from kprof.plot.timeline import default_window, plot_timeline
 
     name = os.path.basename(tl.source)
     full = plot_timeline(tl, gaps=gaps)
     static = figure_html(full.figure, f"timeline of {name}")
-    text = f"timeline of {name}: whole capture"
     if window is None:
         window = default_window(tl)
     if window is not None:
         zoom = plot_timeline(tl, gaps=gaps, window=window)
         static += figure_html(zoom.figure, f"timeline of {name}, zoomed")
-        text += f" and a {(window[1] - window[0]) / 1e6:.3g} ms window at the end (steady state)"
+        text = (
+            f"Two charts of {name}: the whole capture, then a {_fmt(window[1] - window[0], 'ns')} window "
+            "at its end (the steady state)."
+        )
+    else:
+        text = f"One chart of {name}: the whole capture (its GPU work fits in one chart)."
+    caption = f'<p class="kp-caption">{htmllib.escape(text)}</p>'
     widget = None
     span = tl.span_ns()
     if interactive and span is not None:
         widget = _timeline_widget(tl, gaps, span, window)
-    return Explorer(f'<div class="kp-timeline-views">{static}</div>', text, widget)
+    return Explorer(f'<div class="kp-timeline-views">{static}{caption}</div>', text, widget)
 
 
 def _timeline_widget(tl: Timeline, gaps: Any, span: tuple[int, int], window: tuple[int, int] | None) -> Any:
@@ -651,33 +866,75 @@ def _executed_name(stage: str) -> str:
     return name if not n else name.replace(".ipynb", f"-{n}.ipynb")
 
 
-def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> Any:
-    """Run one template with papermill in ``workdir``; returns the executed notebook (nbformat)."""
+def run_name(run: Sequence[str]) -> str:
+    """File name of a run's executed notebook (``02_kernel+03_mechanism.ipynb``)."""
+    return "+".join(_executed_name(st).removesuffix(".ipynb") for st in run) + ".ipynb"
+
+
+def run_notebook(run: Sequence[str], parameters: dict[str, dict[str, Any]]) -> Any:
+    """The templates of ``run`` as one notebook, each section's parameters injected after its
+    parameters cell (as papermill does for one notebook, tagged ``injected-parameters``)."""
+    import nbformat
+
+    out = nbformat.v4.new_notebook()
+    for i, stage in enumerate(run):
+        nb = nbformat.read(template_path(stage), as_version=4)
+        if i == 0:
+            out.metadata.update(nb.metadata)
+        for cell in nb.cells:
+            out.cells.append(cell)
+            if "parameters" in cell.get("metadata", {}).get("tags", []):
+                src = "# Parameters (kprof report)\n" + "\n".join(
+                    f"{k} = {v!r}" for k, v in parameters[stage].items()
+                )
+                injected = nbformat.v4.new_code_cell(src)
+                injected.metadata["tags"] = ["injected-parameters"]
+                out.cells.append(injected)
+    for i, cell in enumerate(out.cells):
+        cell["id"] = f"kp-run-{i}"
+    return out
+
+
+def execute_run(
+    run: Sequence[str],
+    parameters: dict[str, dict[str, Any]],
+    workdir: Path,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Any:
+    """Run the templates of ``run`` in one kernel (papermill), in ``cwd`` (default ``workdir``);
+    returns the executed notebook (nbformat). The input paths in ``parameters`` are opened
+    relative to ``cwd``."""
+    import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    out = workdir / _executed_name(stage)
-    log = workdir / f"kernel-{stage.replace(':', '-')}.log"
+    name = run_name(run)
+    src = workdir / f"in-{name}"
+    nbformat.write(run_notebook(run, parameters), src)
+    log = workdir / f"kernel-{name.removesuffix('.ipynb').replace(':', '-')}.log"
     try:
         return papermill.execute_notebook(
-            str(template_path(stage)),
-            str(out),
-            parameters=parameters,
+            str(src),
+            str(workdir / name),
             kernel_name="python3",
             progress_bar=False,
             log_output=False,
             request_save_on_cell_execute=False,
             execution_timeout=CELL_TIMEOUT_S,
             kernel_manager_class=_kernel_manager_class(workdir, log),
-            resources={"metadata": {"path": str(workdir)}},
+            resources={"metadata": {"path": str(cwd if cwd is not None else workdir)}},
         )
     except PapermillExecutionError as exc:
         msg = " ".join(str(exc.evalue).split())
         if exc.ename in ("KprofInputError", "MissingToolError", "KprofError"):
             raise KprofError(msg) from None
-        raise RuntimeError(
-            f"template {stage_template(stage)} failed in cell {exc.exec_count}: {exc.ename}: {msg}"
-        ) from None
+        raise RuntimeError(f"template {' + '.join(map(stage_template, run))} failed in cell "
+                           f"{exc.exec_count}: {exc.ename}: {msg}") from None  # fmt: skip
+
+
+def execute_template(stage: str, parameters: dict[str, Any], workdir: Path) -> Any:
+    """Run one template with papermill in ``workdir``; returns the executed notebook (nbformat)."""
+    return execute_run((stage,), {stage: parameters}, workdir)
 
 
 def _collect_diagnoses(nb: Any) -> list[dict[str, Any]]:
@@ -692,12 +949,15 @@ def _collect_diagnoses(nb: Any) -> list[dict[str, Any]]:
 
 def _clean_outputs(nb: Any, show_code: bool) -> Any:
     """Drop what cannot be read offline: widget views (their static HTML stays), widget state,
-    the diagnoses carrier, papermill's parameter cells (kept with ``show_code``)."""
+    the diagnoses carrier, papermill's parameter cells (kept with ``show_code``), and the cells
+    tagged ``report-skip`` (what the report's header already says)."""
     nb.metadata.pop("widgets", None)
     cells = []
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
         if not show_code and ("parameters" in tags or "injected-parameters" in tags):
+            continue
+        if "report-skip" in tags:  # a notebook's own verdict table: the report's header has them all
             continue
         if cell.get("cell_type") == "code":
             outputs = []
@@ -717,7 +977,24 @@ def _clean_outputs(nb: Any, show_code: bool) -> Any:
     return nb
 
 
-def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], stages: list[str]) -> list[Any]:
+_SECTION = re.compile(r"^# (?:\d+[a-z]?\. )?(?P<title>.*)$")
+
+
+def _number_sections(cells: list[Any]) -> list[str]:
+    """Number the templates' titles (their ``# `` headings) 1, 2, 3... in the order shown; returns them."""
+    titles: list[str] = []
+    for cell in cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        first, _, rest = str(cell["source"]).partition("\n")
+        m = _SECTION.match(first)
+        if m:
+            titles.append(f"{len(titles) + 1}. {m['title']}")
+            cell["source"] = f"# {titles[-1]}" + (f"\n{rest}" if rest else "")
+    return titles
+
+
+def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], titles: list[str]) -> list[Any]:
     import nbformat
 
     from kprof.html import heading, overview
@@ -729,7 +1006,8 @@ def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], stages: list[
         "Why is this GPU code slow, and what should change? Read in the order kprof works: "
         "**timeline first** (is the time even inside a kernel?), **kernel second** (which resource "
         "is saturated, where is the kernel on the roofline?), **mechanism third** (what in the code "
-        "explains the gap to the roofline). Each section starts with its verdicts; plots follow.\n"
+        "explains the gap to the roofline). The table below holds every verdict with its fix; each "
+        "diagnosis is shown in full once, in the section of its input, with the plots that support it.\n"
     )
     diags = []
     for d in diagnoses:
@@ -749,16 +1027,17 @@ def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], stages: list[
         nbformat.v4.new_output("display_data", data={"text/plain": note.text, "text/html": note.html}),
         nbformat.v4.new_output("display_data", data={"text/plain": head.text, "text/html": head.html}),
     ]
-    toc = "**Sections:** " + " · ".join(stage_title(s) for s in stages)
+    toc = "**Sections:** " + " · ".join(titles)
     return [nbformat.v4.new_markdown_cell(intro), out, nbformat.v4.new_markdown_cell(toc)]
 
 
-def merge_notebooks(parts: Sequence[tuple[str, Any]], inputs: Inputs, show_code: bool) -> Any:
-    """One notebook: the header (headlines of every stage), then each executed template."""
+def merge_notebooks(parts: Sequence[tuple[Any, Any]], inputs: Inputs, show_code: bool) -> Any:
+    """One notebook: the header (every verdict with its fix), then each executed run, its
+    sections numbered in order."""
     import nbformat
 
     diagnoses: list[dict[str, Any]] = []
-    for _stage, nb in parts:
+    for _run, nb in parts:
         diagnoses.extend(_collect_diagnoses(nb))
     merged = nbformat.v4.new_notebook()
     first = parts[0][1] if parts else None
@@ -767,9 +1046,11 @@ def merge_notebooks(parts: Sequence[tuple[str, Any]], inputs: Inputs, show_code:
             {k: v for k, v in first.metadata.items() if k in ("kernelspec", "language_info")}
         )
     merged.metadata["title"] = "kprof report"
-    merged.cells = _header_cells(inputs, diagnoses, [s for s, _ in parts])
-    for _stage, nb in parts:
-        merged.cells.extend(_clean_outputs(nb, show_code).cells)
+    body: list[Any] = []
+    for _run, nb in parts:
+        body.extend(_clean_outputs(nb, show_code).cells)
+    titles = _number_sections(body)
+    merged.cells = _header_cells(inputs, diagnoses, titles) + body
     for i, c in enumerate(merged.cells):
         c["id"] = f"kp-cell-{i}"
     return merged
@@ -890,23 +1171,24 @@ def build_report(
         parts_desc.append(f"{n_ranks} rank captures in {len(inputs.jobs)} job(s)")
     if inputs.pairs:
         parts_desc.append(f"{len(inputs.pairs)} before/after pair(s)")
-    say(f"{n_in} inputs ({', '.join(parts_desc)}) -> {len(stages)} notebooks")
-    n_jobs = max(1, min(len(stages), jobs if jobs is not None else len(stages)))
+    runs = report_runs(stages)
+    say(f"{n_in} inputs ({', '.join(parts_desc)}) -> {len(stages)} notebooks in {len(runs)} kernel(s)")
+    # the notebooks open the inputs by the names the report shows, never their absolute paths
+    names = display_names([*inputs.timelines, *inputs.kernels, *(p for j in inputs.jobs for p in j)])
+    inputs = inputs.renamed(names)
+    n_jobs = max(1, min(len(runs), jobs if jobs is not None else len(runs)))
     done: dict[str, tuple[float, Any]] = {}
     with disk_full_is_bad_input(), tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:
         workdir = Path(tmp)
-        tasks = [(stage, stage_parameters(stage, inputs), workdir) for stage in stages]
-        if n_jobs == 1:
-            for i, (stage, params, wd) in enumerate(tasks, 1):
-                stage, dt, nb = _run_stage(stage, params, wd)
-                done[stage] = (dt, nb)
-                say(f"[{i}/{len(stages)}] {stage_template(stage)} executed in {dt:.1f} s")
-        else:
-            for i, (stage, dt, nb) in enumerate(_run_parallel(tasks, n_jobs), 1):
-                done[stage] = (dt, nb)
-                say(f"[{i}/{len(stages)}] {stage_template(stage)} executed in {dt:.1f} s")
-        parts = [(stage, done[stage][1]) for stage in stages]
-        timings = [(_executed_name(stage).removesuffix(".ipynb"), done[stage][0]) for stage in stages]
+        base = str(workdir / "inputs")
+        link_inputs(names, Path(base))
+        tasks = [(run, {st: stage_parameters(st, inputs) for st in run}, workdir, base) for run in runs]
+        results = (_run_one(*t) for t in tasks) if n_jobs == 1 else _run_parallel(tasks, n_jobs)
+        for i, (run, dt, nb) in enumerate(results, 1):
+            done[run_name(run)] = (dt, nb)
+            say(f"[{i}/{len(runs)}] {' + '.join(map(_executed_name, run))} executed in {dt:.1f} s")
+        parts = [(run, done[run_name(run)][1]) for run in runs]
+        timings = [(run_name(run).removesuffix(".ipynb"), done[run_name(run)][0]) for run in runs]
         t0 = time.perf_counter()
         merged = merge_notebooks(parts, inputs, show_code)
         merged.cells.append(_footer(timings, time.perf_counter() - t_start))
@@ -919,17 +1201,21 @@ def build_report(
     return out_path
 
 
-def _run_stage(stage: str, params: dict[str, Any], workdir: Path) -> tuple[str, float, Any]:
+Task = tuple[tuple[str, ...], dict[str, dict[str, Any]], Path, str]
+"""A run of a report: its stages, each stage's parameters, the work folder, the folder it runs in."""
+
+
+def _run_one(
+    run: tuple[str, ...], params: dict[str, dict[str, Any]], workdir: Path, cwd: str
+) -> tuple[tuple[str, ...], float, Any]:
     t0 = time.perf_counter()
-    nb = execute_template(stage, params, workdir)
-    return stage, time.perf_counter() - t0, nb
+    nb = execute_run(run, params, workdir, cwd)
+    return run, time.perf_counter() - t0, nb
 
 
-def _run_parallel(
-    tasks: Sequence[tuple[str, dict[str, Any], Path]], n_jobs: int
-) -> Iterator[tuple[str, float, Any]]:
-    """Run each template in its own Python process (``python -m kprof.report JOB``), at most
-    ``n_jobs`` at once; yield ``(stage, seconds, notebook)`` as they finish.
+def _run_parallel(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[tuple[str, ...], float, Any]]:
+    """Run each run of templates in its own Python process (``python -m kprof.report JOB``), at
+    most ``n_jobs`` at once; yield ``(run, seconds, notebook)`` as they finish.
 
     Plain subprocesses rather than multiprocessing: nothing re-imports the caller's main
     module, so this works from scripts without a ``__main__`` guard and from Jupyter.
@@ -938,33 +1224,37 @@ def _run_parallel(
     import nbformat
 
     pending = list(tasks)
-    running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+    running: dict[str, tuple[subprocess.Popen[bytes], Path, tuple[str, ...]]] = {}
     # the children's stderr goes to a file (a pipe read only at the end could fill and block them)
     try:
         while pending or running:
             while pending and len(running) < n_jobs:
-                stage, params, workdir = pending.pop(0)
-                job = workdir / f"{stage.replace(':', '-')}.job.json"
-                job.write_text(json.dumps({"stage": stage, "params": params, "workdir": str(workdir)}))
-                with open(workdir / f"{stage.replace(':', '-')}.stderr.log", "wb") as err:
+                run, params, workdir, cwd = pending.pop(0)
+                key = run_name(run).removesuffix(".ipynb").replace(":", "-")
+                job = workdir / f"{key}.job.json"
+                job.write_text(
+                    json.dumps({"run": list(run), "params": params, "workdir": str(workdir), "cwd": cwd})
+                )
+                with open(workdir / f"{key}.stderr.log", "wb") as err:
                     proc = subprocess.Popen(
                         [sys.executable, "-m", "kprof.report", str(job)],
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL,
                         stderr=err,
                     )
-                running[stage] = (proc, workdir)
-            finished = [s for s, (p, _) in running.items() if p.poll() is not None]
+                running[key] = (proc, workdir, run)
+            finished = [k for k, (p, _, _) in running.items() if p.poll() is not None]
             if not finished:
                 time.sleep(0.05)
                 continue
-            for stage in finished:
-                proc, workdir = running.pop(stage)
-                stderr = (workdir / f"{stage.replace(':', '-')}.stderr.log").read_text(errors="replace")
-                result_file = workdir / f"{stage.replace(':', '-')}.result.json"
+            for key in finished:
+                proc, workdir, run = running.pop(key)
+                stderr = (workdir / f"{key}.stderr.log").read_text(errors="replace")
+                result_file = workdir / f"{key}.result.json"
+                what = " + ".join(map(stage_template, run))
                 if not result_file.is_file():
                     tail = " ".join(stderr.strip().splitlines()[-1:]) or f"exit status {proc.returncode}"
-                    raise RuntimeError(f"template {stage_template(stage)}: its process died ({tail})")
+                    raise RuntimeError(f"template {what}: its process died ({tail})")
                 result = json.loads(result_file.read_text())
                 if not result["ok"]:
                     if result["kind"] == "input":
@@ -972,13 +1262,13 @@ def _run_parallel(
                     if result.get("errno"):  # e.g. a full disk: the caller says what it means
                         raise OSError(result["errno"], result["message"])
                     raise RuntimeError(result["message"])
-                nb = nbformat.read(workdir / _executed_name(stage), as_version=4)
-                yield stage, float(result["seconds"]), nb
+                nb = nbformat.read(workdir / run_name(run), as_version=4)
+                yield run, float(result["seconds"]), nb
     finally:
-        for proc, _ in running.values():
+        for proc, _, _ in running.values():
             if proc.poll() is None:
                 proc.terminate()
-        for proc, _ in running.values():
+        for proc, _, _ in running.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
             if proc.poll() is None:
@@ -986,13 +1276,13 @@ def _run_parallel(
 
 
 def _worker(job_file: str) -> int:
-    """``python -m kprof.report JOB``: run one template as :func:`_run_parallel` asked, and
-    leave the outcome beside the executed notebook."""
+    """``python -m kprof.report JOB``: run one run of templates as :func:`_run_parallel` asked,
+    and leave the outcome beside the executed notebook."""
     job = json.loads(Path(job_file).read_text())
-    stage, workdir = job["stage"], Path(job["workdir"])
-    out = workdir / f"{stage.replace(':', '-')}.result.json"
+    run, workdir = tuple(job["run"]), Path(job["workdir"])
+    out = workdir / f"{run_name(run).removesuffix('.ipynb').replace(':', '-')}.result.json"
     try:
-        _, dt, _ = _run_stage(stage, job["params"], workdir)
+        _, dt, _ = _run_one(run, job["params"], workdir, job["cwd"])
         result: dict[str, Any] = {"ok": True, "seconds": dt}
     except KprofError as exc:
         result = {"ok": False, "kind": "input", "message": str(exc)}
@@ -1019,15 +1309,26 @@ __all__ = [
     "build_report",
     "cli",
     "copy_template",
+    "display_names",
+    "execute_run",
     "execute_template",
+    "expand_dirs",
     "export_html",
     "figure_html",
     "find_pairs",
+    "kernel_entries",
+    "kernel_label",
     "kernel_picker",
+    "link_inputs",
+    "load_profile",
     "merge_notebooks",
     "notebook_cli",
+    "profiles_among",
     "publish",
     "refuse_in_place",
+    "report_runs",
+    "run_name",
+    "run_notebook",
     "sample_paths",
     "samples_dir",
     "sort_inputs",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 
 import pytest
 
 from kprof import capture, commands
+
+from .conftest import SAMPLES
 
 
 def test_ncu_commands_keep_kprofs_capture_flags_whatever_is_asked():
@@ -58,3 +62,40 @@ def test_recorded_command_line_is_kept_as_the_shell_would_split_it():
     assert shlex.split(line)[-4:] == ["python3", "train.py", "--lr", "1e-3 x"]
     assert "-t cuda,nvtx,osrt -s none --cpuctxsw=none" in line and "--cuda-graph-trace=node" in line
     assert commands.nsys_command().endswith(f"-o out {commands.PROGRAM}")
+
+
+def test_suggestions_never_overwrite_a_report_the_user_has():
+    line = commands.kernel_after_change("k", "runs/k_before.ncu-rep")
+    assert " -f " not in line.split("`")[1]  # ncu refuses to replace runs/k_after.ncu-rep
+    assert "-f" in commands.ncu_argv(["./app"], "o", kernel_filter="k")  # kprof profile's own outputs
+
+
+def _commands(text: str, tool: str) -> list[str]:
+    return [c for c in re.findall(r"`([^`]+)`", text) if c.startswith(f"{tool} ")]
+
+
+def test_kernel_diagnoses_suggest_kprofs_capture_beside_the_real_file():
+    reports = sorted((SAMPLES / "ncu").glob("*.ncu-rep"))
+    if not reports:
+        pytest.skip("no ncu samples")
+    import kprof
+
+    seen = 0
+    for p in reports:
+        for d in kprof.diagnose(str(p)):
+            if d.verdict.value == "fix":  # a fix is checked by the same capture after the change
+                assert _commands(d.next_step, "ncu") and _commands(d.next_step, "kprof compare"), d.next_step
+            for cmd in _commands(d.next_step, "ncu"):
+                seen += 1
+                argv = shlex.split(cmd.replace(commands.PROGRAM, "./app"))
+                assert argv[argv.index("--import-source") + 1] == "yes", (p.name, cmd)
+                assert argv[argv.index("--clock-control") + 1] == "none", (p.name, cmd)
+                assert os.path.dirname(argv[argv.index("-o") + 1]) == os.path.dirname(str(p))
+            for cmd in _commands(d.next_step, "kprof compare"):
+                assert shlex.split(cmd)[2] == str(p)  # the diagnosed file, not a name made from the kernel's
+    assert seen
+
+
+def test_a_placeholder_for_the_program_stays_one_word():
+    line = commands.ncu_command("k", "o", program="<your command>")
+    assert line.endswith(" -o o <your command>")

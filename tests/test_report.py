@@ -82,7 +82,62 @@ def test_ranks_of_one_job_go_to_the_job_stage(samples_dir):
     two = report.Inputs((), (), (), (tuple(ranks), tuple(ranks)))
     assert two.stages() == ["job", "job:2"]
     assert report.stage_template("job:2") == "04_job.ipynb"
-    assert report.stage_title("job:2") == "1b. Job (many ranks) (2)"
+    assert report.stage_title("job:2") == "Job (many ranks) (2)"
+
+
+def test_a_folder_stands_for_the_profiles_in_it(tmp_path, samples_dir):
+    import shutil
+
+    runs = tmp_path / "runs"
+    (runs / "deeper").mkdir(parents=True)
+    shutil.copy(samples_dir / "timeline" / "sync_bound.sqlite", runs)
+    shutil.copy(samples_dir / "ncu" / "small_grid.ncu-rep", runs / "deeper")
+    (runs / "notes.json").write_text('{"not": "a trace"}')  # data files beside profiles are skipped
+    (runs / "train.py").write_text("print()")
+    inputs = report.sort_inputs([runs])
+    assert inputs.timelines == (str(runs / "sync_bound.sqlite"),)
+    assert inputs.kernels == (str(runs / "deeper" / "small_grid.ncu-rep"),)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(KprofInputError, match="holds no profile"):
+        report.sort_inputs([empty])
+
+
+def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
+    # the notebooks that read the kernel reports run in one kernel ...
+    runs = report.report_runs(["timeline", "job", "kernel", "mechanism", "compare"])
+    assert runs == [("timeline",), ("job",), ("kernel", "mechanism", "compare")]
+    # ... and read through the per-process memo, never kprof.load directly
+    for stage in report.RUN_TOGETHER:
+        nb = nbformat.read(report.template_path(stage), as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "kprof.load(" not in code and re.search(r"report\.(kernel_entries|load_profile)\(", code)
+    import kprof.io
+
+    calls: list[str] = []
+    real = kprof.io.load
+    monkeypatch.setattr(kprof.io, "load", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr(report, "_LOADED", {})
+    p = str(samples_dir / "ncu" / "small_grid.ncu-rep")
+    profiles, entries = report.kernel_entries([p])
+    assert report.kernel_entries([p])[0][p] is profiles[p] and report.load_profile(p) is profiles[p]
+    assert calls == [p]  # read once, however many notebooks ask
+    assert entries[0][2].file == p
+
+
+def test_display_names_are_never_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    here = str(tmp_path / "mine" / "a.sqlite")
+    names = report.display_names([here, "/srv/x/runs/b.ncu-rep", "/opt/y/runs/b.ncu-rep", "/opt/y/c.ncu-rep"])
+    assert names[here] == "mine/a.sqlite"  # as typed from the current directory
+    assert names["/srv/x/runs/b.ncu-rep"] == "x/runs/b.ncu-rep" and names["/opt/y/runs/b.ncu-rep"] == "y/runs/b.ncu-rep"
+    assert names["/opt/y/c.ncu-rep"] == "opt/y/c.ncu-rep"  # as many folders as keep all the names apart
+    assert not any(os.path.isabs(n) or n.startswith("..") for n in names.values())
+    assert report.display_names(["/srv/a/x.sqlite", "/srv/a/b/y.sqlite"]) == {
+        "/srv/a/x.sqlite": "x.sqlite",
+        "/srv/a/b/y.sqlite": "b/y.sqlite",
+    }
 
 
 def test_bad_input_fails_before_any_notebook_runs(tmp_path, capsys):
@@ -116,6 +171,7 @@ def test_sample_paths_pick_one_file_per_timeline_sample():
     stems = [Path(p).name.split(".")[0] for p in tl]
     assert len(stems) == len(set(stems)) and tl
     assert all(p.endswith((".sqlite", ".sqlite.gz", ".nsys-rep", ".json.gz", ".json")) for p in tl)
+    assert not any(p.endswith(".nsys-rep") for p in tl)  # every sample has its export: no nsys needed
     assert all(p.endswith((".ncu-rep", ".ncu-rep.gz")) for p in report.sample_paths("kernel"))
 
 
@@ -232,8 +288,10 @@ def test_report_is_written_with_progress(built):
     assert sorted(p.name for p in built["path"].parent.iterdir()) == ["report.html"]  # no leftovers
     lines = built["log"].splitlines()
     runs = [ln for ln in lines if "executed in" in ln]
-    names = sorted(re.search(r"\] (\S+) executed", ln).group(1) for ln in runs)
-    assert names == sorted(report.TEMPLATES.values())  # one line per notebook (they run in parallel)
+    names = sorted(n for ln in runs for n in re.search(r"\] (.+) executed", ln).group(1).split(" + "))
+    assert names == sorted(report.TEMPLATES.values())  # every notebook ran, once
+    # the kernel, mechanism and comparison notebooks share one kernel: each ncu report is read once
+    assert any(ln.count(" + ") == 2 and "02_kernel" in ln and "05_compare" in ln for ln in runs)
     assert all(re.search(r"executed in \d+\.\d s$", ln) for ln in runs)
     assert lines[-1].startswith("kprof report: exported") and str(built["path"]) in lines[-1]
 
@@ -246,7 +304,7 @@ def test_report_is_self_contained(built):
     assert "from kprof.api import diagnose" not in h and "kernel_picker(" not in h  # code cells hidden
     images = re.findall(r'<img[^>]+src="data:image/png;base64,', h)
     n_timelines = len(report.sample_paths("timeline")) + 1
-    assert len(images) >= 2 * n_timelines + 1  # each capture whole and zoomed, the roofline, ...
+    assert len(images) >= n_timelines + 1  # each capture (whole, and zoomed when long), the roofline, ...
 
 
 @pytest.mark.slow
@@ -255,11 +313,64 @@ def test_report_has_every_headline_in_order(built):
 
     h = htmllib.unescape(built["html"])
     assert "kprof report" in h and "Headlines" in h
-    positions = [h.index(t) for t in ("1. Timeline", "2. Kernel", "3. Mechanism")]
-    assert positions == sorted(positions)  # timeline first, kernel second, mechanism third
+    titles = re.findall(r"<h1[^>]*>(\d+)\. ([^:<]+)", built["html"])
+    assert [int(n) for n, _ in titles] == list(range(1, len(titles) + 1))  # 1, 2, 3...: no 1b, no gap
+    assert [t for _, t in titles] == ["Timeline", "Job", "Kernel", "Mechanism", "Before and after"]
     for p in built["inputs"][:3] + built["inputs"][-3:]:
         d = diagnose(p)[0]
         assert d.headline in h, p
+
+
+def _cards(h: str) -> list[str]:
+    return [htmllib.unescape(m) for m in re.findall(r'<p class="kp-headline"[^>]*>(.*?)</p>', h, re.S)]
+
+
+def _header_rows(h: str) -> list[list[str]]:
+    table = h[h.index('class="kp-overview') :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>") :], re.S)
+    return [
+        [" ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+        for r in rows
+    ]
+
+
+@pytest.mark.slow
+def test_report_says_each_thing_once(built):
+    h = built["html"]
+    assert h.count('class="kp-overview') == 1  # one verdict table: the header's
+    rows = _header_rows(h)
+    cards = _cards(h)
+    # every diagnosis of every input is a row of the header and a card exactly once
+    assert sorted(" ".join(c.split()) for c in cards) == sorted(r[3] for r in rows)
+    assert all(len(r) == 5 for r in rows)  # verdict, bottleneck, input, headline, fix
+    fixes = [r[4] for r in rows if r[0] == "fix"]
+    assert fixes and all(len(f) > 20 for f in fixes)  # the fix is in the table, no click needed
+    # the comparisons name both diagnoses in one line each; their cards are in the inputs' sections
+    assert 'class="kp-facts kp-cmp-lines"' in h and 'class="kp-cmp-side"' not in h
+
+
+@pytest.mark.slow
+def test_report_shows_no_absolute_path(built):
+    h = htmllib.unescape(built["html"])
+    for p in built["inputs"]:
+        folder = os.path.dirname(os.path.abspath(p))
+        assert folder not in h, folder
+    assert os.getcwd() not in h
+    # inputs under the current directory are named as typed from it (valid in the suggested commands)
+    rel = os.path.relpath(report.sample_paths("kernel")[0])
+    assert not rel.startswith("..") and rel in h
+
+
+@pytest.mark.slow
+def test_each_capture_shows_the_charts_its_caption_names(built):
+    h = built["html"]
+    views = re.findall(r'<div class="kp-timeline-views">(.*?)</div>', h, re.S)
+    assert len(views) == len(report.sample_paths("timeline")) + 1
+    for v in views:
+        n = len(re.findall(r"<img ", v))
+        caption = htmllib.unescape(re.search(r'<p class="kp-caption">(.*?)</p>', v, re.S).group(1))
+        assert caption.startswith({1: "One chart", 2: "Two charts"}[n]), caption
 
 
 @pytest.mark.slow

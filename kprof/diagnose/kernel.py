@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose.localize import localized
 from kprof.diagnose.roofline import (
@@ -499,30 +499,16 @@ STALL_WORDS = {
 
 
 def _ncu_command(
-    k: KernelLaunch, what: str = "--set full", *, cooperative: bool = False, suffix: str = ""
+    k: KernelLaunch, what: str = "--set full", *, cooperative: bool = False, source: str | None = None
 ) -> str:
-    """The exact ncu command that profiles this launch again (one launch, source imported)."""
-    name = k.name or "NAME"
-    kreg = f"regex:^{name}$" if re.fullmatch(r"\w+", name) else shlex.quote(f"regex:^{re.escape(name)}$")
-    safe = re.sub(r"\W+", "_", name)[:40] + suffix
-    replay = " --replay-mode application" if cooperative else ""
-    return f"ncu {what}{replay} --import-source yes -k {kreg} -c 1 -o {safe} <your program and its arguments>"
+    """The exact ncu command that profiles this launch again: kprof's capture flags (:mod:`kprof.commands`),
+    ``what`` (``--set full`` or ``--section X ...``), written beside the diagnosed report."""
+    sections = tuple(what.split()[1::2]) if what.startswith("--section") else ()
+    return commands.kernel_recapture(k.name or "NAME", source, sections=sections, cooperative=cooperative)
 
 
-def _after_command(k: KernelLaunch, cooperative: bool = False) -> str:
-    safe = re.sub(r"\W+", "_", k.name or "kernel")[:40]
-    coop = (
-        (
-            " (cooperative launch: kernel replay would break its grid synchronization, hence "
-            "--replay-mode application)"
-        )
-        if cooperative
-        else ""
-    )
-    return (
-        f"After the change, profile the same launch again: `{_ncu_command(k, cooperative=cooperative, suffix='_after')}`"
-        f"{coop}, then check it with `kprof compare {safe}.ncu-rep {safe}_after.ncu-rep`."
-    )
+def _after_command(k: KernelLaunch, cooperative: bool = False, source: str | None = None) -> str:
+    return commands.kernel_after_change(k.name or "kernel", source, cooperative=cooperative)
 
 
 # ------------------------------------------------------------------------------------ facts
@@ -568,6 +554,7 @@ class _Facts:
     missing: set[str] = field(default_factory=set)
     source_format: str = "ncu-rep"
     cooperative: bool = False
+    source: str | None = None
 
     def v(self, name: str) -> float | None:
         return self.k.value(name)
@@ -2430,11 +2417,13 @@ def _missing_command(f: _Facts, needed: Iterable[str]) -> str:
         return (
             f"ncu --import REPORT.ncu-rep --csv --page raw > REPORT.raw.csv (the details page leaves out "
             f"{', '.join(secs)}; or diagnose the .ncu-rep itself); if the report lacks them: "
-            + _ncu_command(f.k, "--set full", cooperative=f.cooperative)
+            + _ncu_command(f.k, "--set full", cooperative=f.cooperative, source=f.source)
         )
     if len(secs) > 2:
-        return _ncu_command(f.k, "--set full", cooperative=f.cooperative)
-    return _ncu_command(f.k, " ".join(f"--section {s}" for s in secs), cooperative=f.cooperative)
+        return _ncu_command(f.k, "--set full", cooperative=f.cooperative, source=f.source)
+    return _ncu_command(
+        f.k, " ".join(f"--section {s}" for s in secs), cooperative=f.cooperative, source=f.source
+    )
 
 
 def _inconclusive_no_sol(f: _Facts) -> Diagnosis:
@@ -2496,7 +2485,7 @@ def _inconclusive_no_sol(f: _Facts) -> Diagnosis:
         confidence=Confidence(
             value=0.2, would_raise="the SpeedOfLight section (or --set full) for this kernel"
         ),
-        next_step=f"Profile it with the full set: `{_ncu_command(k, cooperative=f.cooperative)}`",
+        next_step=f"Profile it with the full set: `{_ncu_command(k, cooperative=f.cooperative, source=f.source)}`",
     )
 
 
@@ -2990,7 +2979,7 @@ def _resource_diagnosis(
             if missing_cmd
             else "SourceCounters on the hottest lines (--import-source yes)",
         ),
-        next_step=(f"`{missing_cmd}`" if missing_cmd else _after_command(k, f.cooperative)),
+        next_step=(f"`{missing_cmd}`" if missing_cmd else _after_command(k, f.cooperative, f.source)),
         findings=findings,
     )
 
@@ -3002,6 +2991,7 @@ def diagnose_launch(
     duration_ns: float | None = None,
     source_format: str = "ncu-rep",
     cooperative: bool = False,
+    source: str | None = None,
 ) -> Diagnosis:
     """Diagnose one kernel launch (see the module docstring for the order of the checks).
 
@@ -3018,6 +3008,8 @@ def diagnose_launch(
     cooperative
         True when the launch is cooperative (grid-synchronizing): ncu's kernel replay breaks those, so the
         commands use ``--replay-mode application``.
+    source
+        The report's path: the suggested commands write the next capture beside it and compare the two.
 
     Examples
     --------
@@ -3032,6 +3024,7 @@ def diagnose_launch(
     f = _facts(k, duration_ns if duration_ns is not None else k.value(DURATION), label)
     f.source_format = source_format
     f.cooperative = cooperative
+    f.source = source
     found = [m for m in (rule(f) for rule in MECHANISMS) if m is not None]
     if "sol" in f.missing:
         return _partial_report(f, found)
@@ -3106,7 +3099,7 @@ def _mechanism_diagnosis(f: _Facts, mechs: list[_Mech], gap: float) -> Diagnosis
         confidence=Confidence(
             value=top.confidence, would_raise=top.would_raise or "a before/after pair (kprof compare)"
         ),
-        next_step=_after_command(k, f.cooperative)
+        next_step=_after_command(k, f.cooperative, f.source)
         + (f" For line-level detail: `{missing}`" if missing else ""),
         findings=tuple(
             Finding(
@@ -3169,7 +3162,7 @@ def _partial_report(f: _Facts, found: list[_Mech]) -> Diagnosis:
             value=min(0.5, top.confidence - 0.25),
             would_raise="the SpeedOfLight section, to weigh the waste against the unit that limits the kernel",
         ),
-        next_step=f"Collect the missing section: `{_ncu_command(k, '--section SpeedOfLight', cooperative=f.cooperative)}`",
+        next_step=f"Collect the missing section: `{_ncu_command(k, '--section SpeedOfLight', cooperative=f.cooperative, source=f.source)}`",
         findings=tuple(
             Finding(bottleneck=m.bottleneck, headline=m.headline, evidence=tuple(m.evidence[:3]), share=None)
             for m in usable[1:]
@@ -3232,6 +3225,7 @@ def diagnose_kernels(profile: KernelProfile, timeline: Any = None) -> list[Diagn
             duration_ns=statistics.median(tl) if tl else None,
             source_format=profile.format,
             cooperative=coop,
+            source=profile.source,
         )
         dur = (statistics.median(tl) if tl else k.value(DURATION)) or 0.0
         weight = {Verdict.FIX: 1.0, Verdict.INCONCLUSIVE: 0.5, Verdict.HEALTHY: 0.1}[d.verdict]

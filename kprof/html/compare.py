@@ -126,12 +126,15 @@ def render_comparison_text(s: dict[str, Any]) -> str:
     return printable("\n".join(lines), keep="\t\n")  # no terminal control from a profile
 
 
-def render_comparison_html(s: dict[str, Any]) -> str:
-    """Escaped HTML fragment of a comparison summary, with the text fallback inside."""
+def render_comparison_html(s: dict[str, Any], *, sides: bool = True) -> str:
+    """Escaped HTML fragment of a comparison summary, with the text fallback inside.
+
+    ``sides=False`` gives each diagnosis one line instead of its full card (the report shows the
+    cards once, in the sections of the inputs)."""
     from kprof.html import _env, next_id, render_text
 
     root_id = next_id("kp-cmp")
-    sides = [
+    cards = [
         {
             "caption": f"before: {s['name_before']}",
             "s": s["before"],
@@ -148,14 +151,21 @@ def render_comparison_html(s: dict[str, Any]) -> str:
     return (
         _env()
         .get_template("compare.html.j2")
-        .render(c=s, sides=sides, text=render_comparison_text(s), css=compare_css(), root_id=root_id)
+        .render(
+            c=s,
+            sides=cards if sides else [],
+            text=render_comparison_text(s),
+            css=compare_css(),
+            root_id=root_id,
+        )
     )
 
 
-def comparison_mimebundle(c: Comparison) -> dict[str, str]:
-    """``text/plain`` and ``text/html`` of a Comparison, from one summary."""
+def comparison_mimebundle(c: Comparison, *, sides: bool = True) -> dict[str, str]:
+    """``text/plain`` and ``text/html`` of a Comparison, from one summary (``sides``: the two
+    diagnoses in full, else one line each)."""
     s = comparison_summary(c)
-    return {"text/plain": render_comparison_text(s), "text/html": render_comparison_html(s)}
+    return {"text/plain": render_comparison_text(s), "text/html": render_comparison_html(s, sides=sides)}
 
 
 __all__ = [

@@ -281,7 +281,7 @@ def heading(title: str, level: int = 2, *, anchor: str | None = None, note: str 
 
 
 def overview_summary(diagnoses: Iterable[Diagnosis]) -> list[dict[str, str]]:
-    """One row per diagnosis: file, subject, verdict, bottleneck, headline."""
+    """One row per diagnosis: file, subject, verdict, bottleneck, headline, fix."""
     return [
         {
             "file": os.path.basename(d.file) if d.file else "",
@@ -290,6 +290,7 @@ def overview_summary(diagnoses: Iterable[Diagnosis]) -> list[dict[str, str]]:
             "verdict": d.verdict.value,
             "bottleneck": d.bottleneck.value if d.bottleneck else "undetermined",
             "headline": d.headline,
+            "fix": d.fix,
         }
         for d in diagnoses
     ]
@@ -301,14 +302,14 @@ def render_overview_text(rows: Sequence[dict[str, str]]) -> str:
         return "(no diagnoses)"
     text = "\n".join(
         f"[{r['verdict']}] {r['bottleneck']}: {r['file']}{' — ' + r['subject'] if r['subject'] != r['file'] else ''}"
-        f"\n    {r['headline']}"
+        f"\n    {r['headline']}" + (f"\n    fix: {r['fix']}" if r["fix"] else "")
         for r in rows
     )
     return printable(text, keep="\t\n")  # no terminal control from a profile
 
 
 def overview(diagnoses: Iterable[Diagnosis], *, title: str = "") -> Rendered:
-    """A table of diagnoses (verdict, bottleneck, headline), most important first as given."""
+    """A table of diagnoses (verdict, bottleneck, input, headline, fix), most important first as given."""
     from kprof.html import _env, next_id
 
     rows = overview_summary(diagnoses)

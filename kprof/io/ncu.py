@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import IO, Any
 
-from kprof.errors import KprofError, KprofInputError, MissingToolError
+from kprof.errors import KprofError, KprofInputError, MissingToolError, printable
 from kprof.kernel_model import KernelLaunch, KernelProfile, Metric, MetricValue, RuleResult, SassLine
 
 NCU_REP_MAGIC = b"NVR\x00"
@@ -318,6 +318,41 @@ def _isolated() -> bool:
     return os.environ.get(ISOLATE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+_TARGET_KEY = b"Nsight Compute Target"
+
+
+def capture_version(path: str | os.PathLike[str]) -> str | None:
+    """The version of the Nsight Compute that wrote the report (``Nsight Compute 2025.3.1.0 (build 36398880)``).
+
+    ncu records its session's properties as key/value strings (protobuf fields 1 and 2 of a
+    small message) near the end of the report; the key ``Nsight Compute Target`` holds its
+    version. ``ncu_report.get_version()`` is the version of the reading module instead, which
+    says nothing about the capture. Returns None when the key is not in the file.
+    """
+    import mmap
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            i = m.rfind(b"\x0a" + bytes([len(_TARGET_KEY)]) + _TARGET_KEY + b"\x12")
+            if i < 0:
+                return None
+            j = i + 2 + len(_TARGET_KEY) + 1
+            n, shift = 0, 0  # the value's length, a protobuf varint
+            while j < len(m) and shift < 28:
+                b = m[j]
+                j += 1
+                n |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+            raw = m[j : j + min(n, 200)]
+    except (OSError, ValueError):
+        return None
+    text = printable(" ".join(raw.decode("utf-8", "replace").split()))
+    text = text.replace(" (public-release)", "")
+    return f"Nsight Compute {text}" if text else None
+
+
 def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     """Load every profiled launch of an ``.ncu-rep`` report.
 
@@ -424,11 +459,7 @@ def _read_report(p: str) -> KernelProfile:
         raise KprofInputError(
             p, "the report holds no profiled ranges: it is truncated, corrupt or not written by ncu"
         )
-    version = None
-    try:
-        version = str(ctx.get_version())
-    except Exception:  # older modules lack get_version
-        version = None
+    version = capture_version(p)  # the ncu that wrote the report, not this ncu_report module
 
     launches: list[KernelLaunch] = []
     notes: list[str] = []

@@ -237,6 +237,14 @@ def plot_straggler_timeline(
     handles, hlabels = ax.get_legend_handles_labels()
     if handles:
         uniq = dict(zip(hlabels, handles, strict=True))
-        ax.legend(uniq.values(), uniq.keys(), loc="lower right", fontsize=8)
+        # outside the axes: inside, it covered the end of the last rank's step (the bars run to the right edge)
+        ax.legend(
+            uniq.values(),
+            uniq.keys(),
+            loc="upper left",
+            bbox_to_anchor=(1.005, 1.0),
+            fontsize=8,
+            frameon=False,
+        )
     ax.grid(axis="x", alpha=0.3)
     return ax

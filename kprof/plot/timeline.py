@@ -203,7 +203,17 @@ def _rows(tl: Timeline, lo: int, hi: int, host: bool) -> list[_Row]:
             rows[key] = _Row(label=f"GPU{key[0]} {where}")
         return rows[key]
 
-    def add(table: Any, key: str, legend: str, thin: bool = False, mask: np.ndarray | None = None) -> None:
+    def add(
+        table: Any,
+        key: str,
+        legend: str,
+        thin: bool = False,
+        mask: np.ndarray | None = None,
+        onto_existing: bool = False,
+    ) -> None:
+        """Draw ``table``'s events on their stream's row; with ``onto_existing``, only on rows that
+        hold other work (a device-wide event, stream -1, on every row of its device), never a row
+        of its own."""
         if len(table) == 0:
             return
         m = (table.end_ns > lo) & (table.start_ns < hi)
@@ -218,10 +228,17 @@ def _rows(tl: Timeline, lo: int, hi: int, host: bool) -> list[_Row]:
         keys = dev.astype(np.int64) * (1 << 32) + (st.astype(np.int64) & 0xFFFFFFFF)
         for k in np.unique(keys):
             sel = keys == k
-            r = row(int(k >> 32), int(np.int32(k & 0xFFFFFFFF)))
+            dev_k, stream_k = int(k >> 32), int(np.int32(k & 0xFFFFFFFF))
             grp = (np.maximum(s[sel], lo), np.minimum(e[sel], hi), key, legend)
-            (r.thin if thin else r.spans).append(grp)
-            r.weight += int(sel.sum())
+            if onto_existing:
+                targets = [
+                    r for (d_, s_), r in rows.items() if d_ == dev_k and (stream_k < 0 or s_ == stream_k)
+                ]
+            else:
+                targets = [row(dev_k, stream_k)]
+            for r in targets:
+                (r.thin if thin else r.spans).append(grp)
+                r.weight += 0 if onto_existing else int(sel.sum())
 
     add(tl.kernels, "kernel", "kernel")
     add(tl.graphs, "graph", "CUDA graph launch")
@@ -235,7 +252,11 @@ def _rows(tl: Timeline, lo: int, hi: int, host: bool) -> list[_Row]:
             _, legend = _copy_key(ds[0])
             add(tl.copies, k, legend, mask=np.isin(directions, ds))
     add(tl.memsets, "memset", "memset")
-    add(tl.syncs, "sync", "sync (host blocked)", thin=True)
+    if not (host and len(tl.api)):
+        # Without host rows, the sync records show where the host blocked, as thin bars on the rows of
+        # GPU work (a device-wide sync on each row of its device; never an empty row of its own). With
+        # host rows, the blocking calls are drawn there already: a second orange entry would repeat them.
+        add(tl.syncs, "sync", "sync (host blocked)", thin=True, onto_existing=True)
 
     gpu_rows = sorted(rows.values(), key=lambda r: -r.weight)[:MAX_STREAM_ROWS]
     gpu_rows.sort(key=lambda r: r.label)

@@ -548,7 +548,13 @@ def test_no_speed_of_light_is_inconclusive_with_the_exact_command() -> None:
     k = mk({SOL: None, MEM: None, DRAM: None, L2: None, L1: None}, name="few_blocks_reduce")
     d = diag(k)
     assert d.verdict is Verdict.INCONCLUSIVE and d.bottleneck is None
-    for part in ("ncu --set full", "--import-source yes", "-k regex:^few_blocks_reduce$", "-c 1"):
+    for part in (
+        "ncu --set full",
+        "--import-source yes",
+        "--clock-control none",  # kprof's capture flags (kprof.commands), as kprof profile runs them
+        "-k 'regex:^few_blocks_reduce$'",
+        "--launch-count 1",
+    ):
         assert part in d.next_step
     assert d.confidence.value <= 0.3
 

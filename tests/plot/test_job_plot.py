@@ -128,3 +128,10 @@ def test_real_straggler_job() -> None:
     comp_bars, exp_bars, _ = ax.containers
     assert comp_bars[1].get_height() > 1.5 * comp_bars[0].get_height()  # rank 1 computes longer
     assert exp_bars[0].get_height() > 3 * exp_bars[1].get_height()  # rank 0 waits in NCCL
+
+
+def test_straggler_timeline_legend_covers_no_bar() -> None:
+    ax = plot_straggler_timeline(JOB)
+    ax.figure.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert not legend.overlaps(ax.get_window_extent())  # outside the axes: no rank's last kernels hidden

@@ -58,9 +58,41 @@ def test_gaps_are_shaded_and_labelled_with_what_the_host_did():
 def test_sync_gaps_and_copies_and_sync_rows():
     tl = timeline(30, sync_every=5)
     ax = plot_timeline(tl)
-    assert _colls(ax, "row-copy_dtoh") and _colls(ax, "row-sync") and _colls(ax, "row-api_sync")
+    assert _colls(ax, "row-copy_dtoh") and _colls(ax, "row-api_sync")
     causes = set(idle_gaps(tl).cause)
     assert "sync" in causes
+    # without host rows, the sync records show where the host blocked, on the stream's row
+    ax = plot_timeline(tl, host=False)
+    assert _colls(ax, "row-sync") and not _colls(ax, "row-api_sync")
+
+
+def _device_wide_syncs(tl):
+    import dataclasses
+
+    return dataclasses.replace(tl, syncs=dataclasses.replace(tl.syncs, stream=np.full(len(tl.syncs), -1, np.int32)))
+
+
+@pytest.mark.parametrize("host", [True, False])
+def test_device_wide_syncs_draw_no_row_of_their_own(host):
+    tl = _device_wide_syncs(timeline(30, sync_every=5))
+    ax = plot_timeline(tl, host=host)
+    labels = _ytick_labels(ax)
+    assert not any("device-wide" in x for x in labels)  # was an empty row on every nsys timeline
+    assert [x for x in labels if x.startswith("GPU0")] == ["GPU0 stream 7"]
+    if not host:
+        (sync,) = _colls(ax, "row-sync")  # drawn on the stream row of its device
+        assert len(sync.get_paths()) == len(tl.syncs)
+
+
+def test_legend_entries_have_distinct_colours():
+    from matplotlib.colors import to_hex
+
+    tl = _device_wide_syncs(timeline(30, sync_every=5))
+    for host in (True, False):
+        leg = plot_timeline(tl, host=host).get_legend()
+        colours = [to_hex(h.get_facecolor()) for h in leg.legend_handles]
+        names = [t.get_text() for t in leg.get_texts()]
+        assert len(set(colours)) == len(colours), dict(zip(names, colours, strict=True))
 
 
 def test_given_gap_causes_are_used():
