@@ -253,6 +253,8 @@ class Dataflow:
     and the like; not the kernel parameters that LDC reads, not the thread index): integer work on the data itself
     (a hash of a loaded key, bit manipulation of loaded words). Index math derived from the thread and block index
     and loop counters are not; the address computed from a loaded index in a gather is (one per load)."""
+    int_data_pcs: frozenset[int] = frozenset()
+    """PCs of the integer instructions counted in :attr:`int_data_ops`."""
     sectors: dict[str, float] = field(default_factory=dict)
     """ncu's per-PC sectors, summed: ``load``, ``load_ideal``, ``store``, ``store_ideal``, ``dependent``,
     ``dependent_ideal`` (keys present only when the report holds the per-PC counters)."""
@@ -351,6 +353,7 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
     acc: dict[str, float] = defaultdict(float)
     sectors: dict[str, float] = defaultdict(float)
     used_values: set[tuple[int, int]] = set()
+    int_data_pcs: set[int] = set()
     weight_of_pc: dict[int, float] = {}
     # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
     # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
@@ -400,6 +403,7 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
                     acc["int"] += w
                     if src_datum:
                         acc["int_data"] += w
+                        int_data_pcs.add(s.pc)
                 if mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3:
                     acc["fma"] += w
                     multiplicands = [_reg(o) for o in ops[1:3]]
@@ -467,6 +471,7 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
         dependent_global_loads=acc["dep"],
         int_ops=acc["int"],
         int_data_ops=acc["int_data"],
+        int_data_pcs=frozenset(int_data_pcs),
         sectors=dict(sectors),
     )
 
