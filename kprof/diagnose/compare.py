@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kprof import thresholds as th
+from kprof.diagnose.validity import is_damaged
 from kprof.errors import KprofError, KprofInputError
 from kprof.kernel_model import KernelLaunch, KernelProfile
 from kprof.model import Diagnosis, Direction, Expectation, Subject, SubjectKind, _to_jsonable
@@ -420,6 +421,18 @@ def _median_rel_se(x: np.ndarray) -> float | None:
     return MEDIAN_SE_FACTOR * sigma / math.sqrt(len(x)) / med
 
 
+def _unless_damaged(
+    speedup: float | None, sides: Sequence[tuple[str, Diagnosis]], notes: list[str]
+) -> float | None:
+    """``speedup``, or None (an inconclusive comparison) when a side's data is damaged (its rows or
+    values cannot be true): no speedup is measured on impossible data."""
+    for path, d in sides:
+        if is_damaged(d):
+            notes.append(f"{path}: {d.headline[0].lower()}{d.headline[1:]} No speedup is measured on it.")
+            speedup = None
+    return speedup
+
+
 def _verdict(speedup: float | None, threshold: float) -> ComparisonVerdict:
     if speedup is None:
         return ComparisonVerdict.INCONCLUSIVE
@@ -722,13 +735,17 @@ def _compare_kernel_group(
         thr, noise = th.NCU_DURATION_NOISE, _ncu_noise_text()
     dur_b = float(np.median(durs_b)) if len(durs_b) else None
     dur_a = float(np.median(durs_a)) if len(durs_a) else None
-    speedup = dur_b / dur_a if dur_b and dur_a else None
+    # never a speedup from a missing or impossible (zero or negative) duration
+    speedup = dur_b / dur_a if dur_b is not None and dur_a is not None and dur_b > 0 and dur_a > 0 else None
     if speedup is None:
-        missing = fb if not dur_b else fa
+        missing, dur = (fb, dur_b) if not (dur_b and dur_b > 0) else (fa, dur_a)
         notes.append(
             f"no duration in {missing} (gpu__time_duration.sum missing): no speedup; collect it with "
             "`ncu --section SpeedOfLight`"
+            if dur is None
+            else f"the duration in {missing} is {dur:g} ns, which no kernel takes: no speedup"
         )
+    speedup = _unless_damaged(speedup, ((fb, d_before), (fa, d_after)), notes)
 
     checks = tuple(
         check_expectation(
@@ -843,7 +860,7 @@ def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str) -> list[Com
             notes.append(note)
         if ok:
             dur_b, dur_a = float(np.median(sb.durations_ns)), float(np.median(sa.durations_ns))
-            speedup = dur_b / dur_a if dur_a > 0 else None
+            speedup = dur_b / dur_a if dur_a > 0 and dur_b > 0 else None
             how = "GPU-projected" if sb.projected and sa.projected else "host ranges on a side"
             source = (
                 f"timeline steps: median step time ({how}), {len(sb.durations_ns)} steady-state steps before, "
@@ -921,6 +938,7 @@ def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str) -> list[Com
         )
     if any(e.metric == "step_ns" for e in d_before.expect) and (sb.usable and sa.usable):
         notes.append("step_ns is the GPU-projected median step time here, on both sides")
+    speedup = _unless_damaged(speedup, ((fb, d_before), (fa, d_after)), notes)
     return [
         Comparison(
             subject=subject,

@@ -39,13 +39,13 @@ _FAST_REPORT = textwrap.dedent(
     import kprof.report as report
     from kprof import cli
 
-    def fake_execute(stage, parameters, workdir):
+    def fake_run(run, parameters, workdir, cwd=None):
         print("NOTEBOOK RAN", file=sys.stderr, flush=True)
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_markdown_cell("kprof " + "x" * int(os.environ.get("FAKE_SIZE", "1000")))]
         return nb
 
-    report.execute_template = fake_execute
+    report.execute_run = fake_run
     if "UMASK" in os.environ:
         os.umask(int(os.environ["UMASK"], 8))
     sys.exit(cli.main(sys.argv[1:]))
