@@ -708,7 +708,7 @@ def int_is_work(sass: SassSummary, flow: Dataflow) -> bool:
     if sass.empty or not flow.int_ops:
         return False
     share = flow.int_data_share(sass.instructions) or 0.0
-    return flow.int_data_ops >= 0.5 * flow.int_ops and share >= th.FP_HEAVY_SHARE / 2
+    return flow.int_data_ops >= th.INT_WORK_DATA_MAJORITY * flow.int_ops and share >= th.INT_WORK_MIN_SHARE
 
 
 _XU_CONVERSIONS = ("F2F", "F2I", "I2F", "FRND", "I2FP", "F2IP")
