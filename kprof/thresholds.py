@@ -286,6 +286,16 @@ FP_HEAVY_SHARE = 0.5
 carry the math it must do (a cuBLAS SGEMM issues ~80% FFMA), so a busy SM is compute-bound, not
 instruction-bound ("most instructions are overhead" would be false)."""
 
+INT_WORK_DATA_MAJORITY = 0.5
+"""The integer pipes (ALU, IMAD) do the algorithm's work, not index math, when at least half of the executed integer
+instructions have an operand computed from loaded data (SASS data flow): a majority, by definition."""
+
+INT_WORK_MIN_SHARE = FP_HEAVY_SHARE / 2
+"""...and those instructions are at least a quarter of all executed ones (half of FP_HEAVY_SHARE: a kernel whose
+other half is loads and stores still counts). Measured on the galleries: the 64-bit hash mix64_rounds 0.92, the
+shared-memory histograms 0.47, hash_probe 0.42, digit_histogram 0.57; index-math and streaming kernels 0.00-0.16
+(stencil5_smem 0.16, torch_index_select_random 0.19 of address math from loaded indices, tree_reduce_sync 0.07)."""
+
 DEPENDENT_LOAD_SHARE = 0.5
 """When at least half of the excess global sectors (or, without ncu's per-instruction counts, of the executed
 global loads) come from loads whose address is computed from loaded data (pointer chasing, gathers through
