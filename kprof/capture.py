@@ -1015,12 +1015,12 @@ def _report(opts: ProfileOptions, session: Session) -> None:
             "The HTML report is not available in this version of kprof; the command below builds it where it is."
         )
         return
-    from kprof.cli import build_parser
+    from kprof.report import build_report
 
-    args = build_parser().parse_args(["report", *inputs, "-o", out])
     _say(f"report: {command}")
     try:
-        rc = int(args.func(args))
+        build_report(inputs, out, show_code=False)  # what `kprof report INPUTS -o OUT` runs
+        rc = 0
     except (KprofError, ImportError) as exc:
         session.notes.append(
             f"The HTML report could not be built here ({exc}); the command below builds it elsewhere."

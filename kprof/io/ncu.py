@@ -387,7 +387,7 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     >>> prof[0].value("launch__waves_per_multiprocessor")  # doctest: +SKIP
     0.06
     """
-    from kprof.io import check_readable_file
+    from kprof.io.files import check_readable_file
 
     p = os.fspath(check_readable_file(path))
     _check_magic(p)

@@ -268,7 +268,7 @@ def load_ncu_csv(path: str | os.PathLike[str]) -> KernelProfile:
     >>> prof[0].value("dram__bytes.sum")  # doctest: +SKIP
     32746880.0
     """
-    from kprof.io import check_readable_file
+    from kprof.io.files import check_readable_file
 
     p = os.fspath(check_readable_file(path))
     rows, ended = _read_rows(p)
