@@ -6,8 +6,12 @@ was loaded (and never reads a file), and the functions here join the two.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import os
+import sys
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +25,24 @@ if TYPE_CHECKING:
     from kprof.timeline_model import Timeline
 
 PathLike = str | os.PathLike[str]
+
+
+def _import_while_loading(path: str) -> threading.Thread | None:
+    """Import the kernel judgements in a thread while a kernel report loads, or None.
+
+    An ``.ncu-rep`` is read in another process (:mod:`kprof.io.ncu`); this one only waits for it, so
+    the imports (about 0.1 s) cost no time there. A failed import is left for the real one, which
+    raises it."""
+    if not path.lower().endswith((".ncu-rep", ".ncu-rep.gz")) or "kprof.diagnose.kernel" in sys.modules:
+        return None
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            importlib.import_module("kprof.diagnose.kernel")
+
+    t = threading.Thread(target=run, name="kprof-import", daemon=True)
+    t.start()
+    return t
 
 
 def diagnose(source: Any, *, timeline: Any = None) -> list[Diagnosis]:
@@ -50,7 +72,12 @@ def diagnose(source: Any, *, timeline: Any = None) -> list[Diagnosis]:
     obj = source
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
-        obj = load(source)
+        importing = _import_while_loading(path)
+        try:
+            obj = load(source)
+        finally:
+            if importing is not None:
+                importing.join()
     if isinstance(timeline, str | os.PathLike):
         timeline = load(timeline)
 

@@ -13,6 +13,7 @@ they are static counts of the listing (``weighted`` is then False).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -321,24 +322,38 @@ def _dest_count(opcode: str, mnemonic: str) -> int:
     return 1
 
 
-def dataflow(lines: Sequence[SassLine]) -> Dataflow:
-    """Trace loaded values through the registers (see :class:`Dataflow`).
+@dataclass(frozen=True, slots=True)
+class _FlowStep:
+    """What :func:`dataflow`'s counting pass finds at one instruction, before any weight: a function of the
+    listing's text alone, so it is traced once per function (:func:`_flow_plan`) and weighed per launch."""
 
-    Examples
-    --------
-    >>> from kprof.kernel_model import SassLine
-    >>> f = dataflow([SassLine(pc=0, text="LDS.128 R8, [R2]"), SassLine(pc=16, text="LDS.128 R12, [R3]"),
-    ...               SassLine(pc=32, text="FFMA R20, R8, R12, R20"), SassLine(pc=48, text="FFMA R21, R8, R13, R21")])
-    >>> f.fma_from_loads, f.operand_reuse
-    (2.0, 1.3333333333333333)
-    """
-    weighted = any(_weight(s)[1] for s in lines)
+    index: int
+    """The instruction's position in the listing."""
+    int_op: bool = False
+    int_data: bool = False
+    fma: bool = False
+    loaded: tuple[tuple[int, int], ...] | None = None
+    """The loaded values both multiplicands hold (an FMA's), None unless both are loaded."""
+    load_bytes: int = 0
+    """Access width of a global or shared load, 0 for anything else."""
+    shared_load: bool = False
+    global_load: bool = False
+    dependent: bool = False
+    store: bool = False
+    """A global store or atomic (its per-PC sectors count as stores)."""
+
+
+@functools.lru_cache(maxsize=128)
+def _flow_plan(listing: tuple[tuple[int, str], ...]) -> tuple[_FlowStep, ...]:
+    """Trace the registers through ``listing`` (``(pc, text)`` in address order): one step per instruction.
+
+    The walk follows the listing twice; the register state at each backward branch of the first pass is
+    merged into the branch's target in the second, so a loop's back edge is seen. The steps are the second
+    pass's findings."""
     decoded = []
-    for s in lines:
-        w, has = _weight(s)
-        w = (w if has else 0.0) if weighted else 1.0
-        opcode, ops = _split_operands(s.text)
-        decoded.append((s, w, opcode, opcode.split(".", 1)[0], ops))
+    for index, (pc, text) in enumerate(listing):
+        opcode, ops = _split_operands(text)
+        decoded.append((index, pc, text, opcode, opcode.split(".", 1)[0], ops))
 
     # producer[r]: (pc, index) of the loaded value r holds, or None when r holds a computed value;
     # varying[r]: r differs between the lanes of a warp (derived from the thread index);
@@ -350,21 +365,16 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
     tainted: dict[int, bool] = {}
     # datum[r]: r holds a value computed from data loaded from memory (whatever the lanes' addresses).
     datum: dict[int, bool] = {}
-    acc: dict[str, float] = defaultdict(float)
-    sectors: dict[str, float] = defaultdict(float)
-    used_values: set[tuple[int, int]] = set()
-    int_data_pcs: set[int] = set()
-    weight_of_pc: dict[int, float] = {}
+    steps: list[_FlowStep] = []
     # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
     # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
     back_edges: dict[int, tuple[dict, dict, dict, dict]] = {}
     for count_pass in (False, True):
-        for s, w, opcode, mn, ops in decoded:
+        for index, pc, text, opcode, mn, ops in decoded:
             if not mn:
                 continue
-            weight_of_pc[s.pc] = w
-            if count_pass and s.pc in back_edges:
-                b_prod, b_vary, b_taint, b_datum = back_edges[s.pc]
+            if count_pass and pc in back_edges:
+                b_prod, b_vary, b_taint, b_datum = back_edges[pc]
                 for r, v in b_prod.items():
                     if v is not None and producer.get(r) is None:
                         producer[r] = v
@@ -376,7 +386,7 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
                     datum[r] = datum.get(r, False) or b_datum[r]
             if not count_pass and mn == "BRA":
                 target = next((int(o, 16) for o in ops if o.startswith("0x")), None)
-                if target is not None and target <= s.pc:
+                if target is not None and target <= pc:
                     prev = back_edges.get(target)
                     snap = (dict(producer), dict(varying), dict(tainted), dict(datum))
                     if prev is not None:
@@ -384,7 +394,7 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
                             for r, v in earlier.items():
                                 merged[r] = merged.get(r, False) or v
                     back_edges[target] = snap
-            predicated = s.text.lstrip().startswith("@")
+            predicated = text.lstrip().startswith("@")
             is_load = mn in _DATA_LOADS
             dest: list[int] = []
             srcs = ops
@@ -399,43 +409,32 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
             src_regs = _regs_in(srcs)
             src_datum = any(datum.get(r, False) for r in src_regs)
             if count_pass:
-                if mn in INT_ARITH and not opcode.startswith("IMAD.MOV"):
-                    acc["int"] += w
-                    if src_datum:
-                        acc["int_data"] += w
-                        int_data_pcs.add(s.pc)
-                if mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3:
-                    acc["fma"] += w
+                int_op = mn in INT_ARITH and not opcode.startswith("IMAD.MOV")
+                fma = mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3
+                loaded: tuple[tuple[int, int], ...] | None = None
+                if fma:
                     multiplicands = [_reg(o) for o in ops[1:3]]
-                    loaded = [producer.get(r) if r is not None else None for r in multiplicands]
-                    if all(v is not None for v in loaded):
-                        acc["fma_from_loads"] += w
-                        for v in loaded:
-                            assert v is not None
-                            acc["uses"] += w
-                            used_values.add(v)
-                if mn in GLOBAL_LOADS or mn in SHARED_LOADS:
-                    nbytes = w * access_bytes(opcode)
-                    acc["load_bytes"] += nbytes
-                    acc["shared_load_bytes" if mn in SHARED_LOADS else "global_load_bytes"] += nbytes
+                    values = [producer.get(r) if r is not None else None for r in multiplicands]
+                    if all(v is not None for v in values):
+                        loaded = tuple(v for v in values if v is not None)
+                dependent = False
                 if mn in GLOBAL_LOADS:
-                    acc["gld"] += w
                     addr = [r for o in ops[1:] if "[" in o for r in _regs_in([o])]
                     dependent = any(tainted.get(r, False) for r in addr)
-                    if dependent:
-                        acc["dep"] += w
-                    for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
-                        v = s.counters.get(key)
-                        if v is not None:
-                            suffix = "_ideal" if key == PER_PC_SECTORS_IDEAL else ""
-                            sectors["load" + suffix] += v
-                            if dependent:
-                                sectors["dependent" + suffix] += v
-                elif mn in GLOBAL_STORES or mn in GLOBAL_ATOMICS:
-                    for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
-                        v = s.counters.get(key)
-                        if v is not None:
-                            sectors["store" + ("_ideal" if key == PER_PC_SECTORS_IDEAL else "")] += v
+                steps.append(
+                    _FlowStep(
+                        index=index,
+                        int_op=int_op,
+                        int_data=int_op and src_datum,
+                        fma=fma,
+                        loaded=loaded,
+                        load_bytes=access_bytes(opcode) if mn in GLOBAL_LOADS or mn in SHARED_LOADS else 0,
+                        shared_load=mn in SHARED_LOADS,
+                        global_load=mn in GLOBAL_LOADS,
+                        dependent=dependent,
+                        store=mn not in GLOBAL_LOADS and (mn in GLOBAL_STORES or mn in GLOBAL_ATOMICS),
+                    )
+                )
             # update the register state
             src_taint = any(tainted.get(r, False) for r in src_regs)
             src_vary = any(varying.get(r, False) for r in src_regs) or (
@@ -444,7 +443,7 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
             for i, r in enumerate(dest):
                 new_vary = src_vary
                 if is_load:
-                    new_prod: tuple[int, int] | None = (s.pc, i)
+                    new_prod: tuple[int, int] | None = (pc, i)
                     new_taint = src_vary  # per-lane data only when the lanes read different addresses
                 elif mn == "MOV" or opcode.startswith("IMAD.MOV"):
                     r_src = _reg(srcs[-1]) if srcs else None
@@ -459,6 +458,76 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
                     new_prod = new_prod if new_prod is not None else producer.get(r)
                 producer[r], tainted[r], varying[r] = new_prod, new_taint, new_vary
                 datum[r] = is_load or src_datum or (predicated and datum.get(r, False))
+    return tuple(steps)
+
+
+def dataflow(lines: Sequence[SassLine]) -> Dataflow:
+    """Trace loaded values through the registers (see :class:`Dataflow`).
+
+    The tracing depends on the listing's text only and is done once per function (:func:`_flow_plan`);
+    each launch weighs its steps with its own executed counts.
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import SassLine
+    >>> f = dataflow([SassLine(pc=0, text="LDS.128 R8, [R2]"), SassLine(pc=16, text="LDS.128 R12, [R3]"),
+    ...               SassLine(pc=32, text="FFMA R20, R8, R12, R20"), SassLine(pc=48, text="FFMA R21, R8, R13, R21")])
+    >>> f.fma_from_loads, f.operand_reuse
+    (2.0, 1.3333333333333333)
+    """
+    cached = _recent("flow", lines)
+    if isinstance(cached, Dataflow):
+        return cached
+    flow = _dataflow(lines)
+    _remember("flow", lines, flow)
+    return flow
+
+
+def _dataflow(lines: Sequence[SassLine]) -> Dataflow:
+    plan = _flow_plan(tuple((s.pc, s.text) for s in lines))
+    weighted = any(_weight(s)[1] for s in lines)
+    acc: dict[str, float] = defaultdict(float)
+    sectors: dict[str, float] = defaultdict(float)
+    used_values: set[tuple[int, int]] = set()
+    int_data_pcs: set[int] = set()
+    weight_of_pc: dict[int, float] = {}
+    for step in plan:
+        s = lines[step.index]
+        w, has = _weight(s)
+        w = (w if has else 0.0) if weighted else 1.0
+        weight_of_pc[s.pc] = w
+        if step.int_op:
+            acc["int"] += w
+            if step.int_data:
+                acc["int_data"] += w
+                int_data_pcs.add(s.pc)
+        if step.fma:
+            acc["fma"] += w
+            if step.loaded is not None:
+                acc["fma_from_loads"] += w
+                for value in step.loaded:
+                    acc["uses"] += w
+                    used_values.add(value)
+        if step.load_bytes:
+            nbytes = w * step.load_bytes
+            acc["load_bytes"] += nbytes
+            acc["shared_load_bytes" if step.shared_load else "global_load_bytes"] += nbytes
+        if step.global_load:
+            acc["gld"] += w
+            if step.dependent:
+                acc["dep"] += w
+            for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
+                v = s.counters.get(key)
+                if v is not None:
+                    suffix = "_ideal" if key == PER_PC_SECTORS_IDEAL else ""
+                    sectors["load" + suffix] += v
+                    if step.dependent:
+                        sectors["dependent" + suffix] += v
+        elif step.store:
+            for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
+                v = s.counters.get(key)
+                if v is not None:
+                    sectors["store" + ("_ideal" if key == PER_PC_SECTORS_IDEAL else "")] += v
     return Dataflow(
         fma=acc["fma"],
         fma_from_loads=acc["fma_from_loads"],
@@ -489,6 +558,26 @@ def _local_address_is_dynamic(text: str) -> bool:
     return any(r != _STACK_POINTER for r in regs)
 
 
+_RECENT: dict[tuple[str, int], tuple[Sequence[SassLine], object]] = {}
+_RECENT_SIZE = 8
+"""The last results of :func:`analyze_sass` and :func:`dataflow`, by the identity of the listing (a tuple,
+so it cannot change): a diagnosis asks for both more than once per launch (the facts, then derived
+metrics). The entry holds the listing, so its id is not reused while it is cached."""
+
+
+def _recent(kind: str, lines: Sequence[SassLine]) -> object | None:
+    hit = _RECENT.get((kind, id(lines)))
+    return hit[1] if hit is not None and hit[0] is lines else None
+
+
+def _remember(kind: str, lines: Sequence[SassLine], result: object) -> None:
+    if not isinstance(lines, tuple):
+        return
+    while len(_RECENT) >= _RECENT_SIZE:
+        _RECENT.pop(next(iter(_RECENT), ("", 0)), None)
+    _RECENT[(kind, id(lines))] = (lines, result)
+
+
 def _weight(line: SassLine) -> tuple[float, bool]:
     for name in INST_EXECUTED_COUNTERS:
         v = line.counters.get(name)
@@ -510,6 +599,15 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     SassSummary
         Empty (``instructions == 0``) when the report holds no SASS.
     """
+    cached = _recent("summary", lines)
+    if isinstance(cached, SassSummary):
+        return cached
+    summary = _analyze_sass(lines)
+    _remember("summary", lines, summary)
+    return summary
+
+
+def _analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     # Weighted when the report holds per-PC executed counts; PCs without a count (padding after EXIT,
     # code never reached) then weigh 0.
     weighted = any(_weight(s)[1] for s in lines)
