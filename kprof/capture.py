@@ -1,6 +1,6 @@
 """``kprof profile``: run nsys and ncu with the right flags, explain their failures, diagnose.
 
-The workflow of DESIGN.md in one command (``kprof profile auto -- CMD...``):
+The workflow of docs/workflow.md in one command (``kprof profile auto -- CMD...``):
 
 1. **nsys** with CUDA, NVTX and OS-runtime tracing and no CPU sampling
    (``nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none``), then ``nsys export --type sqlite``.

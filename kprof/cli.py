@@ -262,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("explain", help="what a bottleneck id means, its thresholds and their sources")
     ex.add_argument("ids", nargs="*", metavar="ID", help="bottleneck ids (default: all)")
     ex.add_argument("--json", action="store_true", help='print {"explanations": [...]} as JSON')
+    ex.add_argument(
+        "--markdown", action="store_true", help="print the page of every id (what docs/rules.md holds)"
+    )
     ex.set_defaults(func=_explain)
     sub.add_parser("mcp", help="serve kprof's tools to agents (Model Context Protocol, stdio)").set_defaults(
         func=_mcp

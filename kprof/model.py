@@ -30,7 +30,7 @@ class Verdict(enum.StrEnum):
 
 
 class Bottleneck(enum.StrEnum):
-    """The stable bottleneck vocabulary of DESIGN.md."""
+    """The stable bottleneck vocabulary (docs/rules.md explains each id)."""
 
     # timeline level
     HOST_LAUNCH_BOUND = "host_launch_bound"
@@ -323,7 +323,7 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Diagnosis:
-    """What limits a subject and what to change. See DESIGN.md, "What a diagnosis is".
+    """What limits a subject and what to change (docs/json-schema.md describes each field).
 
     Examples
     --------

@@ -28,7 +28,7 @@ creation, the first iteration) takes more than half of the captured wall time (D
 
 MIN_ITERATIONS_FOR_WARMUP_DROP = 3
 """With at least 3 iterations (profiler steps or repeated NVTX ranges) the first is treated as
-warm-up and left out of the steady state: DESIGN.md's measured pitfall (lazy kernel loading,
+warm-up and left out of the steady state: a measured pitfall (docs/inputs.md: lazy kernel loading,
 20-48 ms of cuLibraryLoadData, handle creation in the first iterations). With fewer, dropping
 one would leave too little to measure."""
 

@@ -1846,7 +1846,7 @@ def _ncu_commands(
         # it before every pass, so a persistent kernel that loops over a work queue in global
         # memory replays correctly; a grid of exactly 1-4x the SM count (cuBLAS's nvjet GEMMs
         # launch 132 blocks on an H200) is no evidence of anything else. A cooperative launch
-        # synchronizes the whole grid, which kernel replay breaks (DESIGN.md); application replay
+        # synchronizes the whole grid, which kernel replay breaks (docs/inputs.md); application replay
         # reruns the program once per pass instead, far slower, so it is kept for those.
         out = f"kprof_{len(cmds) + 1}_" + re.sub(r"[^A-Za-z0-9_]+", "_", sname)[:40]
         cmd = commands.ncu_command(  # kprof's capture flags, as `kprof profile ncu` runs them

@@ -25,7 +25,7 @@ Bad files, in three layers:
    the reader is a :class:`~kprof.errors.KprofInputError`, and the next load starts a new one.
    ``KPROF_NCU_ISOLATE=0`` reads in this process (a crash then ends it); on a system without
    POSIX pipes it always does.
-3. **What ``ncu_report`` returns is checked** (DESIGN.md, "Measured pitfalls"): it does not
+3. **What ``ncu_report`` returns is checked** (docs/inputs.md, "Measured pitfalls"): it does not
    raise on bad input; 0 ranges, an action whose name is None or one without metrics mean a
    truncated or corrupt report, never "no kernels". Its protobuf parse errors, which it
    prints on the process's stderr, are kept off the terminal and quoted in the reason.
