@@ -88,6 +88,14 @@ which the launching threads made no CUDA call. Dispatching one operator issues i
 Python traces); 1 ms without any CUDA call is ~7x the slowest of those, so the host was doing something
 other than issuing GPU work (data loading, preprocessing, Python logic, communication)."""
 
+QUEUED_WAIT_MIN_NS = 1_000_000
+"""An idle gap is the GPU waiting on a device-side dependency (an event of another stream, another GPU or
+process), not on the host, when the work that ends it was launched early in the gap and then sat in the
+queue of the idle GPU for most of the gap and at least 1 ms. From a launch call's return to its kernel's
+start takes 2-10 us of launch latency (LAUNCH_LATENCY_PERCENTILE: 6-8 us at the 1st percentile on the H200
+samples): 1 ms queued is over 100x that. Seen in the corpus's sampled 128-rank job (HTA
+timeline_analysis rank 0): a kernel launched 0.4 ms into a 56.6 ms gap started only at its end."""
+
 GPU_SHARE_OVER_CAUSE = 2.0
 """Below GPU_BOUND_BUSY_FRACTION, the kernels still lead (``gpu_bound``) when they hold more than half of
 the steady state (DOMINANT_SHARE) and at least twice the time of the largest idle cause: shares decide.

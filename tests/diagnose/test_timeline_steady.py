@@ -558,7 +558,8 @@ def test_a_sync_the_host_barely_waits_in_is_not_sync_bound() -> None:
 
 def test_host_time_after_the_last_gpu_work() -> None:
     """nsys records the process to its exit: the host time after the loop is the end of the process. A
-    PyTorch profiler trace ends when the profiler stops: there it is the program's own work."""
+    PyTorch profiler trace ends when the profiler stops: there it is the program's own work, after the
+    loop's last iteration (found by the loop's period), so not the loop's steady state either."""
 
     def program() -> Builder:
         b = Builder()
@@ -573,8 +574,14 @@ def test_host_time_after_the_last_gpu_work() -> None:
     assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
     f = finding(d, Bottleneck.STARTUP_BOUND, "End of the process")
     assert f is not None and "exit" in f.headline and f.share > 0.9
-    g = gap_causes(program().build(fmt="kineto"))
-    assert g.idle_by_cause()["host_compute"] >= 600 * MS
+    tl = program().build(fmt="kineto")
+    g = gap_causes(tl)
+    assert g.idle_by_cause()["host_compute"] == 0 and g.window is not None
+    assert g.window[1] < tl.span_ns()[1] - 590 * MS  # the loop ends with its last iteration
+    d = diagnose_timeline(tl)[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    f = finding(d, Bottleneck.STARTUP_BOUND, "After the loop")
+    assert f is not None and "the program's own work" in f.headline and f.share > 0.9
 
 
 def test_a_sync_inside_teardown_does_not_extend_the_loop() -> None:
