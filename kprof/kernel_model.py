@@ -95,6 +95,18 @@ class SassLine:
         return f"SassLine({self.pc:#x} {self.text.strip()!r}{where})"
 
 
+POSITIVE_METRICS = {
+    "gpu__time_duration.sum": "a kernel takes time",
+    "gpc__cycles_elapsed.max": "a kernel takes cycles",
+    "sm__cycles_elapsed.avg": "a kernel takes cycles",
+    "device__attribute_multiprocessor_count": "a GPU has at least 1 SM",
+    "launch__grid_size": "a launch has at least 1 block",
+    "launch__block_size": "a block has at least 1 thread",
+    "launch__thread_count": "a launch has at least 1 thread",
+}
+"""Metrics that are above 0 in every real report (:meth:`KernelLaunch.impossible_values`)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KernelLaunch:
     """One profiled kernel launch (an ncu *action*).
@@ -164,6 +176,40 @@ class KernelLaunch:
             if v is not None:
                 return n, v
         return None
+
+    def impossible_values(self) -> tuple[tuple[str, float, str], ...]:
+        """``(metric, value, what cannot be true)`` for each value that no measurement can give: a
+        duration, elapsed cycles, SM count or launch size of 0 or less, or any metric below
+        -:data:`~kprof.thresholds.NCU_NEGATIVE_TOLERANCE` (ncu rounds some derived percentages a
+        hair below 0; nothing it reports is negative). Empty for every sample and corpus report.
+
+        Examples
+        --------
+        >>> KernelLaunch(id=0, name="k", metrics={"gpu__time_duration.sum": Metric(-5, "ns")}).impossible_values()
+        (('gpu__time_duration.sum', -5.0, 'a kernel takes time'),)
+        """
+        from kprof.thresholds import NCU_NEGATIVE_TOLERANCE
+
+        out: list[tuple[str, float, str]] = []
+        for name, why in POSITIVE_METRICS.items():
+            v = self.value(name)
+            if v is None and name.startswith("device__attribute_"):
+                a = self.device_attributes.get(name.removeprefix("device__attribute_"))
+                v = float(a) if isinstance(a, int | float) and not isinstance(a, bool) else None
+            if v is not None and v <= 0:
+                out.append((name, v, why))
+        for name in sorted(self.metrics):
+            if name in POSITIVE_METRICS or name.startswith("device__attribute_"):
+                continue
+            v = self.value(name)
+            if v is not None and v < -NCU_NEGATIVE_TOLERANCE:
+                out.append((name, v, "ncu reports no negative value"))
+        for label, dims in (("launch__grid_dim", self.grid), ("launch__block_dim", self.block)):
+            if dims is not None and min(dims) <= 0 and not any(n.startswith(label) for n, _, _ in out):
+                out.append(
+                    (f"{label}_{'xyz'[dims.index(min(dims))]}", float(min(dims)), "a launch has at least 1")
+                )
+        return tuple(out)
 
     def rule(self, name: str) -> RuleResult | None:
         """ncu's result for the rule identifier ``name``, or None."""
@@ -291,4 +337,12 @@ class KernelProfile:
         return f"KernelProfile({self.source!r}, {self.format}, {len(self.launches)} launches: {shown})"
 
 
-__all__ = ["KernelLaunch", "KernelProfile", "Metric", "MetricValue", "RuleResult", "SassLine"]
+__all__ = [
+    "POSITIVE_METRICS",
+    "KernelLaunch",
+    "KernelProfile",
+    "Metric",
+    "MetricValue",
+    "RuleResult",
+    "SassLine",
+]

@@ -1,7 +1,8 @@
 """Every threshold kprof judges with, in one place, each with where its value comes from.
 
-Sections: timeline (kprof/diagnose/timeline.py), kernel (kprof/diagnose/kernel.py and
-sass.py), job (kprof/diagnose/job.py, many ranks) and compare (kprof/diagnose/compare.py).
+Sections: timeline (kprof/diagnose/timeline.py), data validity (kprof/diagnose/validity.py), kernel
+(kprof/diagnose/kernel.py and sass.py), job (kprof/diagnose/job.py, many ranks) and compare
+(kprof/diagnose/compare.py).
 Change a value here and the rules follow; tests import these names rather than
 repeating the numbers.
 """
@@ -162,6 +163,32 @@ TOP_KERNELS = 3
 """Kernels named (with their ncu command) in a gpu_bound diagnosis: the three largest shares of GPU
 time, enough to cover most of a typical capture while keeping the output short."""
 
+
+# ----------------------------------------------------------------------------- data validity
+# (the loaders set impossible rows aside: kprof/timeline_model.set_aside_impossible and
+# kprof/kernel_model.KernelLaunch.impossible_values; kprof/diagnose/validity.py judges their share)
+
+DAMAGED_TIME_SHARE = MIN_FINDING_SHARE
+"""A timeline is too damaged for a verdict when the rows set aside would have held >= 5% of the
+captured wall time, had they been like the kept rows of their table (count x mean duration): the gaps
+they leave are then as large as the smallest cause kprof reports (MIN_FINDING_SHARE), so a verdict
+built on those gaps could be one they made."""
+
+DAMAGED_ROW_SHARE = DOMINANT_SHARE
+"""...or when at least half of the rows of a measured table (GPU work, CUDA calls) are set aside:
+what is left is no longer most of the capture, whatever the rows' durations (DOMINANT_SHARE)."""
+
+GPU_QUEUE_SLACK_NS = 1_000_000_000
+"""GPU work lies impossibly far from the host only beyond the host events' span plus all GPU work plus
+1 s: the longest wait from a launch call to its kernel's start in the samples and the corpus is 121 ms
+(a 128-rank job's sampled trace, behind a queue of collectives); 1 s is 8x that, and the rule is there
+for rows years away, not for milliseconds."""
+
+NCU_NEGATIVE_TOLERANCE = 0.5
+"""An ncu metric below -0.5 (in its own unit) cannot be a measurement: ncu's counters, times and rates
+are never negative, and its derived percentages come out slightly negative only from rounding, at
+most -0.0134% in the 48 launches of the H200 samples and the corpus (40,530 values; three negative,
+all sm__pipe_tensor_...cycles_active.min.pct_of_peak_sustained_elapsed). -0.5 is 37x that."""
 
 # ----------------------------------------------------------------------------- kernel
 # (owned by kprof/diagnose/kernel.py and kprof/diagnose/sass.py)

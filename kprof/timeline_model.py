@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -446,6 +446,58 @@ class GpuInfo:
     compute_capability: tuple[int, int] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DamagedRows:
+    """Rows of one event table that the loader set aside because their times cannot be true.
+
+    Examples
+    --------
+    >>> DamagedRows(table="kernels", count=2, total=90, why="end before its start", first="row 3").share
+    0.022222222222222223
+    """
+
+    table: str
+    """The :class:`Timeline` attribute the rows belong to (``"kernels"``, ``"api"``, ...)."""
+    count: int
+    """Rows set aside (or, for ``kept=True``, rows that are impossible together and were kept)."""
+    total: int
+    """Rows the input held in that table, the set-aside ones included."""
+    why: str
+    """What cannot be true about them, e.g. ``"end before its start"``."""
+    first: str
+    """The first such row, as the input shows it (table row id or event, name, times)."""
+    est_ns: int = 0
+    """The time they would hold if they were like the table's other rows (count x median duration)."""
+    kept: bool = False
+    """True when the rows stay loaded (each is possible alone; together they are not)."""
+
+    @property
+    def share(self) -> float:
+        return self.count / self.total if self.total else 0.0
+
+    def describe(self) -> str:
+        what = TABLE_WORDS.get(self.table, self.table)
+        verb = "are impossible" if self.kept else "set aside"
+        return f"{self.count:,} of {self.total:,} {what} rows {verb}: {self.why} (the first, {self.first})"
+
+
+TABLE_WORDS = {
+    "kernels": "kernel",
+    "copies": "memory copy",
+    "memsets": "memset",
+    "graphs": "CUDA graph launch",
+    "api": "CUDA API call",
+    "syncs": "synchronization",
+    "ranges": "NVTX range",
+    "host_ops": "CPU operator",
+    "steps": "profiler step",
+}
+GPU_TABLES = ("kernels", "copies", "memsets", "graphs")
+"""The tables of work the GPU executed."""
+MEASURED_TABLES = (*GPU_TABLES, "api")
+"""Tables whose times the timeline diagnosis measures (GPU work and the CUDA calls that enqueue it)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Timeline:
     """One timeline capture: GPU work, host API calls, annotations, in nanoseconds.
@@ -488,6 +540,9 @@ class Timeline:
     counts: dict[str, int] = field(default_factory=dict)
     """Counts of events the loader saw but does not model (e.g. ``cuda_profiler_range``) or set aside
     (e.g. ``"CUPTI_ACTIVITY_KIND_KERNEL rows with an impossible time"``; ``notes`` says which)."""
+    damaged: tuple[DamagedRows, ...] = ()
+    """Rows whose times cannot be true, per table and reason (:func:`set_aside_impossible`): the
+    diagnosis is inconclusive when they are a real share of the data."""
 
     def __post_init__(self) -> None:
         if self.format not in ("nsys", "kineto"):
@@ -495,6 +550,7 @@ class Timeline:
         object.__setattr__(self, "gpus", tuple(self.gpus))
         object.__setattr__(self, "threads", tuple(self.threads))
         object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "damaged", tuple(self.damaged))
 
     # ------------------------------------------------------------------ quick facts
     @property
@@ -552,6 +608,172 @@ class Timeline:
             f"{len(self.memsets):,} memsets, {len(self.graphs):,} graph launches, {len(self.api):,} API calls, "
             f"span {ms:,.4g} ms)"
         )
+
+
+# ---------------------------------------------------------------------------- impossible rows
+
+
+def _row_text(fmt: str, t: Any, i: int) -> str:
+    """One row as the input shows it: its name and times (Kineto's microseconds, nsys's nanoseconds)."""
+    label = ""
+    names = getattr(t, "names", ())
+    nid = getattr(t, "name_id", None)
+    if names and nid is not None and 0 <= int(nid[i]) < len(names):
+        label = f"{names[int(nid[i])][:80]!r} "
+    s, e = int(t.start_ns[i]), int(t.end_ns[i])
+    if fmt == "kineto":
+        return f"{label}ts {s / 1000:.3f} us, dur {(e - s) / 1000:.3f} us"
+    return f"{label}start {s} ns, end {e} ns"
+
+
+def _without(t: Any, drop: np.ndarray) -> Any:
+    """Table ``t`` without the rows where ``drop`` is True (every column alike)."""
+    keep = ~drop
+    cols = {f.name: v[keep] for f in fields(t) if isinstance(v := getattr(t, f.name), np.ndarray)}
+    return replace(t, **cols)
+
+
+def set_aside_impossible(tl: Timeline) -> Timeline:
+    """``tl`` without the rows whose times cannot be true; each kind counted and named in
+    :attr:`Timeline.damaged` and in :attr:`Timeline.notes`. Both loaders call it last.
+
+    What cannot be true (a row is counted under the first rule that catches it):
+
+    1. An end before its start (a negative duration), or a time at or beyond 2**62 ns
+       (:data:`TIMESTAMP_LIMIT_NS`).
+    2. GPU work that starts before the CUDA call that launched it began (matched by correlation id,
+       ids that one call holds), by more than :data:`~kprof.thresholds.CLOCK_ALIGNMENT_SLACK_NS`:
+       both the GPU row and the call are set aside (one of them is wrong, and either would
+       misplace a gap). In every capture of the samples and the corpus (nsys and PyTorch profiler,
+       about 35,000 GPU operations) work started at least 2 us after its launch call began.
+    3. GPU work farther from every host-side event (CUDA calls, operators, ranges, steps, the
+       profiler's own span) than the host events' span plus the summed duration of all GPU work plus
+       :data:`~kprof.thresholds.GPU_QUEUE_SLACK_NS`: work waits in a queue only behind other GPU work
+       or for something the host does. Measured: at most 0.23 ms before the first host event and never
+       after the last one, in the samples and the corpus.
+    4. A capture whose every GPU operation lasts 0 ns: no GPU time was recorded. Those rows stay
+       loaded (each alone is possible: the corpus's ResNet trace holds 292 kernels of 0 us, rounded
+       from under 1 us) and are counted with ``kept=True``.
+
+    Raises
+    ------
+    KprofInputError
+        When a table the diagnosis measures (:data:`MEASURED_TABLES`) had rows and has none left.
+    """
+    from kprof.errors import KprofInputError
+    from kprof.thresholds import CLOCK_ALIGNMENT_SLACK_NS, GPU_QUEUE_SLACK_NS
+
+    tables = {name: getattr(tl, name) for name in TABLE_WORDS}
+    bad = {name: np.zeros(len(t), dtype=bool) for name, t in tables.items()}
+    found: list[tuple[str, str, np.ndarray]] = []  # (table, why, rows newly caught)
+
+    def catch(name: str, why: str, rows: np.ndarray) -> None:
+        rows = rows & ~bad[name]
+        if rows.any():
+            bad[name] |= rows
+            found.append((name, why, rows))
+
+    for name, t in tables.items():  # 1
+        if len(t):
+            catch(
+                name,
+                "a time at or beyond 2**62 ns (146 years)",
+                (t.end_ns >= TIMESTAMP_LIMIT_NS) | (t.start_ns <= -TIMESTAMP_LIMIT_NS),
+            )
+            catch(name, "an end before its start", t.end_ns < t.start_ns)
+
+    api = tl.api
+    if len(api):  # 2
+        ok = ~bad["api"] & (api.correlation > 0)
+        rows = np.flatnonzero(ok) if not ok.all() else np.arange(len(api))
+        ids = api.correlation[rows]
+        if len(ids) > 1 and not np.all(ids[1:] >= ids[:-1]):  # calls are usually in id order already
+            order = np.argsort(ids, kind="stable")
+            ids, rows = ids[order], rows[order]
+        same = ids[1:] == ids[:-1]  # keep the ids that one call holds (processes may reuse ids)
+        shared = np.zeros(len(ids), dtype=bool)
+        shared[1:] |= same
+        shared[:-1] |= same
+        ids, rows = ids[~shared], rows[~shared]
+        launch_start = api.start_ns[rows]
+        api_bad = np.zeros(len(api), dtype=bool)
+        for name in GPU_TABLES:
+            t = tables[name]
+            if not len(t) or not len(ids):
+                continue
+            j = np.clip(np.searchsorted(ids, t.correlation), 0, len(ids) - 1)
+            hit = (ids[j] == t.correlation) & ~bad[name]
+            early = hit & (t.start_ns < launch_start[j] - CLOCK_ALIGNMENT_SLACK_NS)
+            if early.any():
+                catch(name, "starts before the call that launched it began", early)
+                api_bad[rows[j[early]]] = True
+        catch("api", "launched GPU work that started before the call began", api_bad)
+
+    host = [
+        (int(t.start_ns[~bad[n]].min()), int(t.end_ns[~bad[n]].max()))
+        for n, t in tables.items()
+        if n not in GPU_TABLES and n != "syncs" and np.any(~bad[n])
+    ]
+    host += [(c, c) for c in (tl.capture_start_ns, tl.capture_end_ns) if c is not None]
+    if host:  # 3
+        lo, hi = min(h[0] for h in host), max(h[1] for h in host)
+        gpu_ns = sum(int(np.sum(tables[n].duration_ns[~bad[n]])) for n in GPU_TABLES)
+        slack = (hi - lo) + gpu_ns + GPU_QUEUE_SLACK_NS
+        for name in GPU_TABLES:
+            t = tables[name]
+            if len(t):
+                catch(
+                    name,
+                    f"lies farther from every host event than the capture can hold "
+                    f"({slack / 1e9:,.3f} s: the host's span, all GPU work and 1 s)",
+                    (t.start_ns > hi + slack) | (t.end_ns < lo - slack),
+                )
+
+    damaged = list(tl.damaged)
+    notes = list(tl.notes)
+    for name, why, rows in found:
+        t = tables[name]
+        kept = ~bad[name]
+        mean = float(np.mean(t.duration_ns[kept])) if kept.any() else 0.0
+        d = DamagedRows(
+            table=name,
+            count=int(np.count_nonzero(rows)),
+            total=len(t),
+            why=why,
+            first=_row_text(tl.format, t, int(np.argmax(rows))),
+            est_ns=round(mean * int(np.count_nonzero(rows))),
+        )
+        damaged.append(d)
+        notes.append(d.describe())
+
+    out = {name: _without(t, bad[name]) for name, t in tables.items() if bad[name].any()}
+    for name in MEASURED_TABLES:
+        lost = [d for d in damaged if d.table == name and not d.kept]
+        if lost and not len(out.get(name, tables[name])):
+            n_lost = sum(d.count for d in lost)
+            raise KprofInputError(
+                tl.source,
+                f"every one of its {n_lost:,} {TABLE_WORDS[name]} rows has an impossible time: {lost[0].why} "
+                f"(the first, {lost[0].first})",
+            )
+    gpu_rows = sum(len(out.get(n, tables[n])) for n in GPU_TABLES)
+    if gpu_rows and all(not np.any(out.get(n, tables[n]).duration_ns) for n in GPU_TABLES):  # 4
+        for name in GPU_TABLES:
+            t = out.get(name, tables[name])
+            if len(t):
+                d = DamagedRows(
+                    table=name,
+                    count=len(t),
+                    total=len(t),
+                    why="every GPU operation of the capture lasts 0 ns, so no GPU time was recorded",
+                    first=_row_text(tl.format, t, 0),
+                    kept=True,
+                )
+                damaged.append(d)
+                notes.append(d.describe())
+    if not found and len(damaged) == len(tl.damaged):
+        return tl
+    return replace(tl, **out, damaged=tuple(damaged), notes=tuple(notes))
 
 
 # ---------------------------------------------------------------------------- names
@@ -627,11 +849,14 @@ def short_kernel_name(name: str) -> str:
 
 __all__ = [
     "COPY_DIRECTION_NAMES",
+    "GPU_TABLES",
+    "MEASURED_TABLES",
     "MEMORY_KIND_NAMES",
     "TIMESTAMP_LIMIT_NS",
     "ApiCategory",
     "ApiTable",
     "CopyTable",
+    "DamagedRows",
     "GpuInfo",
     "GraphTable",
     "HostOpTable",
@@ -643,5 +868,6 @@ __all__ = [
     "Timeline",
     "api_base_name",
     "classify_api",
+    "set_aside_impossible",
     "short_kernel_name",
 ]

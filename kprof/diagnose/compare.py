@@ -722,12 +722,15 @@ def _compare_kernel_group(
         thr, noise = th.NCU_DURATION_NOISE, _ncu_noise_text()
     dur_b = float(np.median(durs_b)) if len(durs_b) else None
     dur_a = float(np.median(durs_a)) if len(durs_a) else None
-    speedup = dur_b / dur_a if dur_b and dur_a else None
+    # never a speedup from a missing or impossible (zero or negative) duration
+    speedup = dur_b / dur_a if dur_b is not None and dur_a is not None and dur_b > 0 and dur_a > 0 else None
     if speedup is None:
-        missing = fb if not dur_b else fa
+        missing, dur = (fb, dur_b) if not (dur_b and dur_b > 0) else (fa, dur_a)
         notes.append(
             f"no duration in {missing} (gpu__time_duration.sum missing): no speedup; collect it with "
             "`ncu --section SpeedOfLight`"
+            if dur is None
+            else f"the duration in {missing} is {dur:g} ns, which no kernel takes: no speedup"
         )
 
     checks = tuple(
@@ -843,7 +846,7 @@ def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str) -> list[Com
             notes.append(note)
         if ok:
             dur_b, dur_a = float(np.median(sb.durations_ns)), float(np.median(sa.durations_ns))
-            speedup = dur_b / dur_a if dur_a > 0 else None
+            speedup = dur_b / dur_a if dur_a > 0 and dur_b > 0 else None
             how = "GPU-projected" if sb.projected and sa.projected else "host ranges on a side"
             source = (
                 f"timeline steps: median step time ({how}), {len(sb.durations_ns)} steady-state steps before, "

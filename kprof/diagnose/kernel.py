@@ -44,6 +44,7 @@ from kprof.diagnose.roofline import (
     sm_active_fraction,
 )
 from kprof.diagnose.sass import Dataflow, SassSummary, analyze_sass, dataflow
+from kprof.diagnose.validity import damaged_launch
 from kprof.kernel_model import KernelLaunch, KernelProfile
 from kprof.model import (
     Bottleneck,
@@ -3017,6 +3018,8 @@ def diagnose_launch(
     >>> diagnose_launch(k).verdict.value
     'inconclusive'
     """
+    if (damaged := damaged_launch(k)) is not None:  # a value no measurement gives: no verdict
+        return damaged
     label = "timeline" if duration_ns is not None else UNDER_NCU
     f = _facts(k, duration_ns if duration_ns is not None else k.value(DURATION), label)
     f.source_format = source_format

@@ -96,6 +96,7 @@ from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
 from kprof.diagnose import phases
 from kprof.diagnose.job import is_nccl_kernel
+from kprof.diagnose.validity import damaged_timeline
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -2998,6 +2999,8 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
     >>> diagnose_timeline(Timeline(source="empty.sqlite", format="nsys"))[0].verdict.value
     'inconclusive'
     """
+    if (damaged := damaged_timeline(tl)) is not None:  # impossible rows, a real share of the data
+        return [damaged]
     if tl.gpu_op_count == 0:
         return [_no_gpu_work(tl)]
     ctx = _context(tl)

@@ -44,6 +44,7 @@ from kprof.timeline_model import (
     TIMESTAMP_LIMIT_NS,
     ApiTable,
     CopyTable,
+    DamagedRows,
     GpuInfo,
     HostOpTable,
     KernelTable,
@@ -52,6 +53,7 @@ from kprof.timeline_model import (
     StepTable,
     SyncTable,
     Timeline,
+    set_aside_impossible,
 )
 
 READ_CHUNK = 8 << 20
@@ -257,6 +259,15 @@ def _iter_array(r: _Reader) -> Iterator[dict[str, Any]]:
         raise KprofInputError(r.path, "not valid JSON: traceEvents list is not closed (truncated file?)")
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(s: str) -> str:
+    """``s`` with lone UTF-16 surrogates (JSON may escape half a pair, ``"k\\ud800x"``, and Python keeps
+    it) replaced by U+FFFD, as undecodable bytes are: such a string cannot be written as UTF-8."""
+    return _LONE_SURROGATE.sub("\ufffd", s)
+
+
 class _Names:
     def __init__(self) -> None:
         self.index: dict[str, int] = {}
@@ -266,7 +277,7 @@ class _Names:
         k = self.index.get(s)
         if k is None:
             k = self.index[s] = len(self.names)
-            self.names.append(s)
+            self.names.append(_text(s))
         return k
 
 
@@ -339,6 +350,9 @@ def _copy_kind(name: str) -> tuple[int, int, int]:
 def load_kineto(path: str | os.PathLike[str]) -> Timeline:
     """Load a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``) into a :class:`Timeline`.
 
+    Rows whose times cannot be true are set aside and named
+    (:func:`~kprof.timeline_model.set_aside_impossible`); :func:`read_kineto` keeps every event.
+
     Raises
     ------
     KprofInputError
@@ -350,6 +364,12 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
     >>> tl.steps.number  # doctest: +SKIP
     array([2, 3, 4, ...])
     """
+    return set_aside_impossible(read_kineto(path))
+
+
+def read_kineto(path: str | os.PathLike[str]) -> Timeline:
+    """The trace's events as the file has them: :func:`load_kineto` without setting impossible rows aside
+    (events whose ts/dur is not a time at all are still left out, and counted)."""
     p = Path(path)
     if not p.is_file():
         raise KprofInputError(p, "no such file")
@@ -371,6 +391,7 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
     process_names: dict[Any, str] = {}
     capture: list[tuple[int, int]] = []
     other: dict[str, int] = {}
+    no_time: dict[str, list[Any]] = {}  # table -> [events without a usable time, the first one]
     has_grid = True
     n_events = 0
 
@@ -392,9 +413,11 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
             name = ev.get("name")
             args = _args(ev)
             if name == "thread_name":
-                thread_names[(_hashable(ev.get("pid")), _hashable(ev.get("tid")))] = str(args.get("name", ""))
+                thread_names[(_hashable(ev.get("pid")), _hashable(ev.get("tid")))] = _text(
+                    str(args.get("name", ""))
+                )
             elif name == "process_name":
-                process_names[_hashable(ev.get("pid"))] = str(args.get("name", ""))
+                process_names[_hashable(ev.get("pid"))] = _text(str(args.get("name", "")))
             continue
         if ph != "X":
             continue
@@ -409,6 +432,16 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
                 raise ValueError("out of range")
         except (KeyError, TypeError, ValueError, OverflowError):
             other["events without a valid ts/dur"] = other.get("events without a valid ts/dur", 0) + 1
+            table = _table_of(cat, str(ev.get("name", "")))
+            if table is not None:
+                n_first = no_time.setdefault(
+                    table,
+                    [
+                        0,
+                        f"{_text(str(ev.get('name', '')))[:80]!r} with ts {ev.get('ts')!r}, dur {ev.get('dur')!r}",
+                    ],
+                )
+                n_first[0] += 1
             continue
         args = _args(ev)
         if cat in _KERNEL:
@@ -604,6 +637,19 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
     cap_e = max(c[1] for c in capture) if capture else None
     schema = top.get("schemaVersion")
     proc = next((v for v in process_names.values() if v and v.lower() not in ("", "spans", "traces")), "")
+    sizes = {"kernels": kernels, "copies": copies, "memsets": memsets, "syncs": syncs, "api": api}
+    sizes |= {"host_ops": host_ops, "ranges": ranges, "steps": steps}
+    damaged = [
+        DamagedRows(
+            table=table,
+            count=n,
+            total=n + len(sizes[table]),
+            why="a ts or dur that is not a time (not a number, or beyond 2**62 ns)",
+            first=first,
+        )
+        for table, (n, first) in no_time.items()
+    ]
+    notes += [d.describe() for d in damaged]
     return Timeline(
         source=str(path),
         format="kineto",
@@ -626,7 +672,25 @@ def load_kineto(path: str | os.PathLike[str]) -> Timeline:
         notes=tuple(notes),
         has_host_trace=len(api) > 0,
         counts=other,
+        damaged=tuple(damaged),
     )
+
+
+def _table_of(cat: str, name: str) -> str | None:
+    """The :class:`Timeline` table an event of category ``cat`` goes to (None: not loaded)."""
+    if cat in _KERNEL:
+        return "kernels"
+    if cat in _API:
+        return "api"
+    if cat in _COPY:
+        return "copies"
+    if cat in _MEMSET:
+        return "memsets"
+    if cat in _SYNC:
+        return "syncs"
+    if cat in _HOST_OP or cat in _ANNOTATION:
+        return "steps" if name.startswith(_STEP_PREFIX) else "ranges" if cat in _ANNOTATION else "host_ops"
+    return None
 
 
 def _gpus(props: Any, kernels: KernelTable) -> tuple[GpuInfo, ...]:
@@ -654,4 +718,4 @@ def _gpus(props: Any, kernels: KernelTable) -> tuple[GpuInfo, ...]:
     return tuple(out[k] for k in sorted(out))
 
 
-__all__ = ["load_kineto"]
+__all__ = ["load_kineto", "read_kineto"]

@@ -407,24 +407,47 @@ def _raw(path: str, header: list[str], rows: list[list[str]]) -> tuple[list[Kern
                 metrics[h] = m
         fixed = {c: _cell(row, col, c) for c in FIXED_COLUMNS}
         out.append(_launch(path, _cell(row, col, "ID"), fixed, metrics, ()))
+    ids = [k.id for k in out]
+    notes += _repeated_ids([str(i) for n, i in enumerate(ids) if i in ids[:n]])
     return out, notes
 
 
 def _details(path: str, header: list[str], rows: list[list[str]]) -> tuple[list[KernelLaunch], list[str]]:
     col = {h: i for i, h in enumerate(header)}
-    by_id: dict[str, dict[str, Any]] = {}
+    # A launch is a run of rows with one ID. The same ID again after another ID, with other launch
+    # columns (kernel, grid, process...), or repeating a (section, metric) is another launch: two
+    # exports pasted together restart at ID 0, and merging them would mix two kernels' metrics.
+    by_id: dict[tuple[str, int], dict[str, Any]] = {}
+    seen: dict[str, int] = {}
+    last: str | None = None
+    repeated: list[str] = []
     unmapped: set[str] = set()
     for row in rows:
         ident = (_cell(row, col, "ID") or "").strip()
         if not ident:
             continue
-        entry = by_id.setdefault(
-            ident, {"fixed": {c: _cell(row, col, c) for c in FIXED_COLUMNS}, "metrics": {}, "rules": []}
-        )
+        fixed = {c: _cell(row, col, c) for c in FIXED_COLUMNS}
         section = (_cell(row, col, "Section Name") or "").strip()
         label = (_cell(row, col, "Metric Name") or "").strip()
         rule = (_cell(row, col, "Rule Name") or "").strip()
+        entry = by_id.get((ident, seen.get(ident, 0)))
+        if entry is not None and (
+            ident != last or entry["fixed"] != fixed or (label and (section, label) in entry["labels"])
+        ):
+            seen[ident] += 1
+            repeated.append(ident)
+            entry = None
+        seen.setdefault(ident, 0)
+        last = ident
+        if entry is None:
+            entry = by_id[(ident, seen[ident])] = {
+                "fixed": fixed,
+                "metrics": {},
+                "rules": [],
+                "labels": set(),
+            }
         if label:
+            entry["labels"].add((section, label))
             name = (
                 label
                 if _METRIC_NAME.match(label)
@@ -454,8 +477,20 @@ def _details(path: str, header: list[str], rows: list[list[str]]) -> tuple[list[
         if unmapped
         else []
     )
-    launches = [_launch(path, ident, e["fixed"], e["metrics"], e["rules"]) for ident, e in by_id.items()]
+    notes += _repeated_ids(repeated)
+    launches = [_launch(path, ident, e["fixed"], e["metrics"], e["rules"]) for (ident, _), e in by_id.items()]
     return launches, notes
+
+
+def _repeated_ids(ids: list[str]) -> list[str]:
+    """A note naming launch IDs that more than one launch uses (kept apart, not merged)."""
+    if not ids:
+        return []
+    shown = ", ".join(dict.fromkeys(ids[:5]))
+    return [
+        f"launch ID {shown} appears twice or more ({len(ids)} repeat(s)): each is kept as its own launch; the "
+        "export holds more than one report (IDs restart at 0 in each)"
+    ]
 
 
 __all__ = ["load_ncu_csv"]

@@ -53,6 +53,7 @@ from kprof.timeline_model import (
     TIMESTAMP_LIMIT_NS,
     ApiTable,
     CopyTable,
+    DamagedRows,
     GpuInfo,
     GraphTable,
     KernelTable,
@@ -60,6 +61,7 @@ from kprof.timeline_model import (
     RangeTable,
     SyncTable,
     Timeline,
+    set_aside_impossible,
 )
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -383,12 +385,24 @@ MEASURED_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TABLE, RUNTIM
 _T = TypeVar("_T", KernelTable, CopyTable, MemsetTable, GraphTable, SyncTable, ApiTable, RangeTable)
 
 
+_MODEL_TABLE = {
+    KERNEL_TABLE: "kernels",
+    MEMCPY_TABLE: "copies",
+    MEMSET_TABLE: "memsets",
+    GRAPH_TABLE: "graphs",
+    SYNC_TABLE: "syncs",
+    RUNTIME_TABLE: "api",
+    NVTX_TABLE: "ranges",
+}
+
+
 @dataclasses.dataclass(slots=True)
 class _SetAside:
-    """What the loader set aside: notes for the Timeline and counts per table."""
+    """What the loader set aside: notes for the Timeline, counts per table, the damaged-rows records."""
 
     notes: list[str] = dataclasses.field(default_factory=list)
     counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    damaged: list[DamagedRows] = dataclasses.field(default_factory=list)
 
 
 def _drop_impossible(db: _Db, table: str, t: _T, aside: _SetAside, where: str = "") -> _T:
@@ -423,6 +437,17 @@ def _drop_impossible(db: _Db, table: str, t: _T, aside: _SetAside, where: str = 
     aside.counts[f"{table} rows with an impossible time"] = n_bad
     keep = ~bad
     del bad
+    kept_ns = (e - s)[keep]
+    aside.damaged.append(
+        DamagedRows(
+            table=_MODEL_TABLE[table],
+            count=n_bad,
+            total=n,
+            why=f"{why} (table {table})",
+            first=first,
+            est_ns=round(float(np.mean(kept_ns)) * n_bad) if len(kept_ns) else 0,
+        )
+    )
     cols: dict[str, Any] = {
         f.name: v[keep] for f in dataclasses.fields(t) if isinstance(v := getattr(t, f.name), np.ndarray)
     }
@@ -936,7 +961,7 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
     tool = f"nsys {version}".strip() if version else "nsys"
     if schema:
         tool += f" (export schema {schema})"
-    return Timeline(
+    timeline = Timeline(
         source=str(path),
         format="nsys",
         gpus=gpus,
@@ -953,7 +978,9 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
         notes=tuple(notes),
         has_host_trace=RUNTIME_TABLE in db.tables,
         counts=aside.counts,
+        damaged=tuple(aside.damaged),
     )
+    return set_aside_impossible(timeline)
 
 
 def cache_dir() -> Path:

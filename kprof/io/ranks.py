@@ -91,12 +91,16 @@ class RankInfo:
         return f"rank {self.rank}{of} ({self.source})" if self.source else f"rank {self.rank}{of}"
 
 
+MAX_RANK = 2**31 - 1
+"""Ranks and world sizes are C ``int`` in MPI and in torch.distributed: a larger value is not a rank."""
+
+
 def _int(v: object) -> int | None:
     try:
         i = int(str(v).strip().strip('"'))
     except (TypeError, ValueError):
         return None
-    return i if i >= 0 else None
+    return i if 0 <= i <= MAX_RANK else None
 
 
 # ----------------------------------------------------------------------------- Kineto
