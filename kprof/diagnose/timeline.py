@@ -512,7 +512,25 @@ def _nested_in(a: Pair, u: Pair) -> bool:
 
 
 def _iterations(tl: Timeline) -> _Iterations:
-    """Iteration windows: profiler steps, else the outermost repeated top-level NVTX range.
+    """Iteration windows: profiler steps, else the outermost repeated top-level NVTX range
+    (:func:`_marked_iterations`), each from the start of its range to the start of the next one.
+
+    A repeated range may mark only part of its iteration (``Optimizer.zero_grad`` at the top of a
+    training step, the DataLoader's ``__next__``): the iteration, the loop's period, runs on to the
+    next instance. The last one runs to its range's end or one median period, whichever is later.
+    For profiler steps and ranges that cover their iteration this changes next to nothing.
+    """
+    its = _marked_iterations(tl)
+    s, e = its.windows
+    if len(s) >= 2:
+        period = int(np.median(np.diff(s)))
+        ends = np.concatenate((s[1:], [max(int(e[-1]), int(s[-1]) + period)])).astype(np.int64)
+        its.windows = (s, np.maximum(ends, s))
+    return its
+
+
+def _marked_iterations(tl: Timeline) -> _Iterations:
+    """The ranges that mark iterations: profiler steps, else the outermost repeated top-level NVTX range.
 
     Candidates are the range names (digits masked) that repeat at least
     MIN_ITERATIONS_FOR_WARMUP_DROP times at the top level of one thread. Ranges pushed by a

@@ -298,3 +298,21 @@ def test_work_queued_on_an_idle_gpu_for_most_of_the_gap_is_a_device_wait() -> No
     g = gap_causes(b.build())
     by = g.idle_by_cause()
     assert by["device_wait"] >= 19 * 4 * MS and by["host_compute"] == 0
+
+
+def test_marker_iterations_carry_their_gpu_work_to_the_step_times_and_the_critical_path() -> None:
+    """A step is the loop's period: the GPU work launched after the loader's range belongs to its step, so the
+    step times and the critical path see it, and the loader keeps its name on the path."""
+    from kprof.diagnose.compare import step_times
+    from kprof.diagnose.critical_path import annotate, critical_paths
+
+    tl = dataloader_starved(op=None, nvtx=LOADER, steps=False)
+    st = step_times(tl)
+    assert st.count == 10 and st.projected and (st.gpu_end_ns >= 0).all()
+    assert np.median(st.durations_ns) == pytest.approx(20 * MS + 30 * 210 * US, rel=0.05)
+    s = critical_paths(tl)
+    assert len(s.paths) >= 8
+    scope, ns, _ = s.top(("host",), by="scope")[0]
+    assert scope == LOADER and ns / s.total_ns > 0.5
+    d = annotate(tl, diagnose_timeline(tl))[0]
+    assert "On the critical path" in d.mechanism and LOADER in d.mechanism.split("On the critical path")[1]
