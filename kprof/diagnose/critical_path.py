@@ -656,8 +656,8 @@ def critical_paths(tl: Timeline, *, max_steps: int | None = None) -> CriticalPat
 
     marked = _marked_iterations(tl).windows
     launches = tl.api.start_ns[tl.api.category == int(ApiCategory.LAUNCH)] if len(tl.api) else np.zeros(0)
-    inside = int(np.count_nonzero(containing(union(*marked), launches) >= 0)) if len(launches) else 0
-    loop = not len(launches) or inside >= th.DOMINANT_SHARE * len(launches)
+    in_marks = int(np.count_nonzero(containing(union(*marked), launches) >= 0)) if len(launches) else 0
+    loop = not len(launches) or in_marks >= th.DOMINANT_SHARE * len(launches)
     exclude = set(zip(marked[0].tolist(), marked[1].tolist(), strict=True)) if loop else set()
     idx = _build(tl, exclude)
     # the step ends with the last-ending GPU item launched from it
