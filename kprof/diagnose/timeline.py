@@ -1342,13 +1342,16 @@ def _steady(ctx: _Context) -> Pair:
 
 def _one_off_gaps(ctx: _Context, w: _Window) -> Pair:
     """The host-compute gaps of a steady state that are one-time work, not the loop's: fewer than
-    MIN_ITERATIONS_FOR_WARMUP_DROP of them in a steady state of at least that many iterations per gap
-    (a gap that the other iterations do not repeat: a first use of an operator, a garbage collection, a
-    one-time check). A loop that waits on its host work does so in every iteration, or every few; one or
-    two such gaps among many iterations cannot be the loop's bottleneck. Empty otherwise."""
+    MIN_ITERATIONS_FOR_WARMUP_DROP of them in a steady state of at least that many marked iterations
+    (profiler steps, a repeated range) per gap (a gap that the other iterations do not repeat: a first use
+    of an operator, a garbage collection, a one-time check). A loop that waits on its host work does so in
+    every iteration, or every few; one or two such gaps among many iterations cannot be the loop's
+    bottleneck. Iterations found in the GPU work do not count: their period can be a fraction of the
+    program's iteration (the same kernels over several layers), so their number says nothing about how
+    often the program's iteration repeats a gap. Empty otherwise."""
     gs, ge = w.host_compute_gaps
     n = len(gs)
-    if n == 0 or n >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+    if n == 0 or n >= th.MIN_ITERATIONS_FOR_WARMUP_DROP or ctx.its.kind == REPEATED_WORK:
         return _EMPTY
     steady_iterations = (
         len(ctx.its) - ctx.its.warmup if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
@@ -3040,7 +3043,9 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
     d = _classify(ctx, steady_w, subject)
     extra = [f for f in _one_time_findings(ctx) if f.bottleneck is not d.bottleneck]
     if len(st.one_off[0]):
-        extra.append(_one_off_finding(ctx, st))
+        f = _one_off_finding(ctx, st)
+        if (f.share or 0) >= th.MIN_FINDING_SHARE:
+            extra.append(f)
     if extra:
         import dataclasses
 

@@ -316,3 +316,27 @@ def test_marker_iterations_carry_their_gpu_work_to_the_step_times_and_the_critic
     assert scope == LOADER and ns / s.total_ns > 0.5
     d = annotate(tl, diagnose_timeline(tl))[0]
     assert "On the critical path" in d.mechanism and LOADER in d.mechanism.split("On the critical path")[1]
+
+
+def test_iterations_found_in_the_gpu_work_do_not_make_a_gap_one_off() -> None:
+    """Two steps of ten identical kernels, each after 30 ms of host work: the GPU work repeats every launch
+    (20 'iterations'), but the program's iteration is the step and the gap is in both: not one-time work."""
+    b = Builder()
+    start_up(b)
+    for _ in range(2):
+        b.host(30 * MS)
+        for _ in range(10):
+            b.host(8 * US)
+            b.launch(KERNELS[0], 500 * US)
+    b.sync()
+    d = diagnose_timeline(b.build(source="app.pt.trace.json", fmt="kineto"))[0]
+    assert d.bottleneck is Bottleneck.HOST_COMPUTE_BOUND and d.verdict is Verdict.INCONCLUSIVE
+    assert finding(d, Bottleneck.HOST_COMPUTE_BOUND, "One-time") is None
+
+
+def test_a_tiny_one_off_gap_is_left_out_without_a_finding() -> None:
+    tl = step_loop(iters=200, stall_ms=1.2)  # 1.2 ms once in 200 steps of ~0.26 ms: 2% of the steady state
+    d = diagnose_timeline(tl)[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    assert finding(d, Bottleneck.HOST_COMPUTE_BOUND) is None
+    assert timeline_metrics(tl)["host_compute_idle_ns"] == 0
