@@ -67,15 +67,22 @@ def nsys_profile_argv(
     graph_nodes: bool = False,
     backtrace_syncs: bool = False,
     force: bool = True,
+    trace: str = NSYS_TRACE,
+    sample: str = "none",
+    cpuctxsw: str = "none",
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """The ``nsys profile`` command kprof runs (and suggests).
+
+    ``trace``, ``sample`` and ``cpuctxsw`` change kprof's defaults where a suggestion needs more
+    (``nccl`` tracing, CPU sampling to see what the host runs); ``extra`` adds other flags.
 
     Examples
     --------
     >>> nsys_profile_argv(["python3", "app.py"], "out")
     ['nsys', 'profile', '-t', 'cuda,nvtx,osrt', '-s', 'none', '--cpuctxsw=none', '-f', 'true', '-o', 'out', 'python3', 'app.py']
     """
-    argv = [nsys, "profile", *NSYS_FLAGS]
+    argv = [nsys, "profile", "-t", trace, "-s", sample, f"--cpuctxsw={cpuctxsw}"]
     if force:
         argv += ["-f", "true"]
     if cuda_profiler_range:
@@ -84,7 +91,7 @@ def nsys_profile_argv(
         argv += ["--cuda-graph-trace=node"]
     if backtrace_syncs:
         argv += ["--cudabacktrace=sync"]
-    return [*argv, "-o", output, *_program(cmd)]
+    return [*argv, *extra, "-o", output, *_program(cmd)]
 
 
 def ncu_argv(
@@ -214,9 +221,28 @@ def nsys_command(output: str = "out", *, program: Sequence[str] | str | None = N
     Examples
     --------
     >>> nsys_command("run2", program="python3 train.py", graph_nodes=True)
-    'nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none -f true --cuda-graph-trace=node -o run2 python3 train.py'
+    'nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none --cuda-graph-trace=node -o run2 python3 train.py'
     """
+    kw.setdefault("force", False)  # a suggestion never overwrites a capture the user has
     return shell(nsys_profile_argv(program, output, **kw))  # type: ignore[arg-type]
+
+
+def timeline_after_change(
+    source: str | None, *, program: Sequence[str] | str | None = None, **kw: object
+) -> str:
+    """The nsys command that captures the same program again after a change, beside the diagnosed
+    capture (``x.sqlite`` -> ``x_after``), and the ``kprof compare`` of the two files.
+
+    Examples
+    --------
+    >>> print(timeline_after_change("runs/step.sqlite", program="python3 train.py"))
+    nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none -o runs/step_after python3 train.py, then kprof compare runs/step.sqlite runs/step_after.nsys-rep
+    """
+    before = source or "before.nsys-rep"
+    after = after_stem(before)
+    return (
+        f"{nsys_command(after, program=program, **kw)}, then {compare_command(before, after + '.nsys-rep')}"
+    )
 
 
 def compare_command(before: str, after: str) -> str:
@@ -295,4 +321,5 @@ __all__ = [
     "nsys_profile_argv",
     "report_stem",
     "shell",
+    "timeline_after_change",
 ]

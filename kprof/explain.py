@@ -251,9 +251,10 @@ _ENTRIES: dict[str, _Entry] = {
     "dram_bandwidth_bound": _Entry(
         "kernel (resource)",
         "DRAM bandwidth is the saturated unit.",
-        "DRAM throughput is the highest SpeedOfLight unit; at HEALTHY_FRACTION_OF_PEAK or more of its peak with "
+        "DRAM throughput is the highest SpeedOfLight unit at HEALTHY_FRACTION_OF_PEAK or more of its peak; with "
         "DRAM bytes close to what the tensors need, the kernel is healthy. An L2 passing a DRAM stream through "
-        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too.",
+        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too. Below the roof DRAM is not "
+        "the limit (latency_bound).",
         "Move fewer bytes: fuse with neighbouring kernels, use a smaller data type, reuse data from shared "
         "memory or L2.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION", "L2_STREAMING_READ_HIT_RATE"),
@@ -262,8 +263,9 @@ _ENTRIES: dict[str, _Entry] = {
     "l2_bandwidth_bound": _Entry(
         "kernel (resource)",
         "L2 bandwidth is the saturated unit.",
-        "L2 throughput is the highest SpeedOfLight unit at or above LATENCY_BOUND_FRACTION of its peak, and the "
-        "L2 is not merely passing a DRAM stream through.",
+        "L2 throughput is the highest SpeedOfLight unit at or above HEALTHY_FRACTION_OF_PEAK of its peak, and the "
+        "L2 is not merely passing a DRAM stream through. Below the roof, with warps waiting on its results, the "
+        "limit is the requests in flight (latency_bound).",
         "Reuse data closer to the SMs (shared memory tiles, registers), or improve locality so that each "
         "block's working set stays in L1.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
@@ -272,8 +274,9 @@ _ENTRIES: dict[str, _Entry] = {
     "l1_shared_bandwidth_bound": _Entry(
         "kernel (resource)",
         "The L1/shared-memory pipe is the saturated unit.",
-        "L1/shared throughput is the highest SpeedOfLight unit at or above LATENCY_BOUND_FRACTION of its peak. "
-        "Saturating it because each FMA reloads its operands is a fix, not healthy.",
+        "L1/shared throughput is the highest SpeedOfLight unit at or above HEALTHY_FRACTION_OF_PEAK of its peak, "
+        "or above LATENCY_BOUND_FRACTION with the warps stalled on its full queues (lg_throttle, mio_throttle, "
+        "tex_throttle). Saturating it because each FMA reloads its operands is a fix, not healthy.",
         "Load fewer bytes from shared memory per useful operation: register tiling (several outputs per "
         "thread), vectorized shared loads, fewer bank conflicts.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
@@ -283,7 +286,9 @@ _ENTRIES: dict[str, _Entry] = {
         "kernel (resource)",
         "The FP32/FP64/INT pipes are the saturated unit.",
         "A compute pipe is the highest SpeedOfLight unit at or above LATENCY_BOUND_FRACTION of its peak; at "
-        "HEALTHY_FRACTION_OF_PEAK doing work the algorithm needs, the kernel is healthy.",
+        "HEALTHY_FRACTION_OF_PEAK doing work the algorithm needs, the kernel is healthy. The integer pipes (ALU, "
+        "IMAD) count when most executed integer instructions compute on loaded data (a hash, bit manipulation), "
+        "as the SASS data flow shows; integer math on the thread index is overhead (instruction_bound).",
         "Do less arithmetic (algebraic simplification, lower precision), or move matrix work to tensor cores.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
         _KERNEL,
@@ -300,11 +305,13 @@ _ENTRIES: dict[str, _Entry] = {
     "latency_bound": _Entry(
         "kernel (resource)",
         "Neither compute nor memory is saturated: warps stall waiting on latency.",
-        "Every SpeedOfLight unit is below LATENCY_BOUND_FRACTION of its peak and no mechanism rule explains "
-        "at least MIN_PRIMARY_SAVINGS of the time; the top warp stall reasons say what the warps wait for.",
+        "Every SpeedOfLight unit is below LATENCY_BOUND_FRACTION of its peak, or the busiest unit is a memory "
+        "level below HEALTHY_FRACTION_OF_PEAK whose own queue is not full (warps wait on its results: too few "
+        "requests in flight, Little's law), and no mechanism rule explains at least MIN_PRIMARY_SAVINGS of the "
+        "time; the top warp stall reasons say what the warps wait for.",
         "Expose more parallelism (more warps or more independent work per thread), prefetch, or shorten "
         "dependency chains.",
-        ("LATENCY_BOUND_FRACTION", "MIN_PRIMARY_SAVINGS"),
+        ("LATENCY_BOUND_FRACTION", "HEALTHY_FRACTION_OF_PEAK", "MIN_PRIMARY_SAVINGS"),
         _KERNEL,
     ),
     # ------------------------------------------------------------------ kernel, mechanism
@@ -322,9 +329,11 @@ _ENTRIES: dict[str, _Entry] = {
     "shared_bank_conflicts": _Entry(
         "kernel (mechanism)",
         "Threads of a warp hit the same shared-memory bank at different addresses, so accesses serialize.",
-        "Shared wavefronts per request exceed COALESCING_TOLERANCE times the ideal for the access width "
-        "(SHARED_BANKS banks of SHARED_BANK_BYTES), and the extra wavefronts explain enough of the time.",
-        "Pad the shared array (tile[32][33]), swizzle the index, or change which thread reads which element.",
+        "Shared wavefronts per request (loads, stores or shared atomics) exceed COALESCING_TOLERANCE times the "
+        "ideal for the access width (SHARED_BANKS banks of SHARED_BANK_BYTES), and the extra wavefronts explain "
+        "enough of the time; an L1 saturated by those replays is never healthy.",
+        "Pad the shared array (tile[32][33]), swizzle the index, or change which thread reads which element; "
+        "for shared atomics on data-chosen bins (histograms), privatise the bins per lane (h[bin * 32 + lane]).",
         ("COALESCING_TOLERANCE", "SHARED_BANKS", "SHARED_BANK_BYTES", "MIN_MECHANISM_SAVINGS"),
         _KERNEL,
     ),
@@ -412,10 +421,11 @@ _ENTRIES: dict[str, _Entry] = {
         "kernel (mechanism)",
         "Instruction issue is the limit: index arithmetic, special functions or conversions fill the issue slots.",
         "Issue is the busiest unit while memory and the math pipes stay below LATENCY_BOUND_FRACTION of their "
-        "peaks.",
+        "peaks, and arithmetic on the data (FP math, integer math on loaded values) is below FP_HEAVY_SHARE of "
+        "the executed instructions.",
         "Issue fewer instructions: hoist index math out of loops, vectorize loads, use intrinsics or tables for "
         "special functions.",
-        ("LATENCY_BOUND_FRACTION",),
+        ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE"),
         _KERNEL,
     ),
 }

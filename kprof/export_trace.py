@@ -44,6 +44,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from kprof.errors import KprofInputError
+from kprof.outputs import check_output
 from kprof.timeline_model import COPY_DIRECTION_NAMES, MEMORY_KIND_NAMES, Timeline, api_base_name
 
 if TYPE_CHECKING:
@@ -702,20 +703,15 @@ def export_trace(
     from kprof.io import load
 
     src = Path(capture)
-    out = Path(output) if output is not None else Path(default_output(src))
-    with contextlib.suppress(OSError):
-        if out.exists() and src.exists() and os.path.samefile(out, src):
-            raise KprofInputError(
-                out, "is the capture itself; kprof never writes into a profile (give another -o)"
-            )
-    if out.is_dir():
-        raise KprofInputError(out, "is a directory; give the trace's file name with -o")
+    # never the capture, another profile, a device or a protected file; only an earlier trace is replaced
+    out = Path(output if output is not None else default_output(src))
+    target = check_output(out, [src], kind="trace")  # links followed
     obj = load(src)
     if not isinstance(obj, Timeline):
         raise KprofInputError(
             src, "is a kernel report, not a timeline: export-trace takes an nsys or PyTorch profiler capture"
         )
-    info = write_trace(obj, out)
+    info = write_trace(obj, target)
     return out, info
 
 

@@ -25,6 +25,7 @@ import errno
 import os
 import stat
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -75,18 +76,46 @@ def _is_html(head: bytes) -> bool:
     return text.startswith((b"<!doctype html", b"<html"))
 
 
+def _is_kprof_trace(head: bytes) -> bool:
+    """True for a trace ``kprof export-trace`` wrote (gzip-compressed or not): it begins with kprof's
+    own ``otherData``."""
+    if head.startswith(b"\x1f\x8b"):
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 64)
+        except zlib.error:
+            return False
+    return head.startswith(b'{"otherData": {"kprof"')
+
+
+_KINDS = {
+    "report": ("report", _is_html, PROFILE_SUFFIXES, "the report is HTML: name it .html"),
+    "trace": (
+        "trace",
+        _is_kprof_trace,
+        tuple(s for s in PROFILE_SUFFIXES if s not in (".json", ".json.gz", ".gz")),
+        "the trace is Chrome JSON: name it .json.gz",
+    ),
+}
+"""What kprof writes: (noun, is an earlier output of its own, names it refuses, advice on the name)."""
+
+
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def check_output(output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
-    """Check the report's output path before any work; return it resolved (links followed).
+def check_output(
+    output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = (), *, kind: str = "report"
+) -> Path:
+    """Check an output path before any work; return it resolved (links followed).
+
+    ``kind`` is what is written: ``"report"`` (HTML, ``kprof report``) or ``"trace"`` (the Chrome trace
+    of ``kprof export-trace``); an existing file is replaced only when it is an earlier one of those.
 
     Raises
     ------
     KprofInputError
         The path is one of ``inputs``, a profile, a folder or special file, an existing file that is
-        not an HTML report, write-protected, or in a folder that cannot be written (the message says
+        an earlier output of this kind, write-protected, or in a folder that cannot be written (the message says
         which, and names the path).
 
     Examples
@@ -94,6 +123,7 @@ def check_output(output: str | os.PathLike[str], inputs: Iterable[str | os.PathL
     >>> check_output("/tmp/kprof-doc-report.html").name
     'kprof-doc-report.html'
     """
+    noun, is_earlier, refused_names, name_advice = _KINDS[kind]
     raw = os.fspath(output)
     if not raw:
         raise KprofInputError("''", "the output path is empty; give the report's file name with -o")
@@ -112,9 +142,9 @@ def check_output(output: str | os.PathLike[str], inputs: Iterable[str | os.PathL
             except OSError:  # a missing input is reported when it is read
                 continue
             if same:
+                which = "the capture itself" if kind == "trace" else f"one of the inputs ({os.fspath(p)})"
                 raise KprofInputError(
-                    given,
-                    f"is one of the inputs ({os.fspath(p)}); kprof never writes over a profile: choose another -o",
+                    given, f"is {which}; kprof never writes over a profile: choose another -o"
                 )
         if stat.S_ISDIR(st.st_mode):
             raise KprofInputError(given, "is a directory; give the report's file name with -o")
@@ -124,35 +154,32 @@ def check_output(output: str | os.PathLike[str], inputs: Iterable[str | os.PathL
             )
         try:
             with open(out, "rb") as f:
-                head = f.read(64)
+                head = f.read(4096)
         except OSError as exc:
             raise KprofInputError(
                 given, f"cannot read the existing file to check it ({exc.strerror or exc})"
             ) from exc
-        if head:
+        if head and not is_earlier(head):
             what = _what_profile(head, out.name)
-            if what is not None and not _is_html(head):
+            if what is not None:
                 raise KprofInputError(
                     given, f"is {what}; kprof never writes over a profile: choose another -o"
                 )
-            if not _is_html(head):
-                raise KprofInputError(
-                    given,
-                    "exists and is not an HTML file; kprof replaces only an earlier report: remove it or choose another -o",
-                )
+            raise KprofInputError(
+                given,
+                f"exists and is not an earlier kprof {noun}; kprof replaces only those: remove it or choose another -o",
+            )
         if not st.st_mode & 0o222:
             raise KprofInputError(
                 given,
                 f"is write-protected (mode {stat.S_IMODE(st.st_mode):04o}); kprof does not replace a protected "
-                "report: make it writable (chmod u+w) or choose another -o",
+                f"{noun}: make it writable (chmod u+w) or choose another -o",
             )
     else:
         low = out.name.lower()
-        suffix = next((s for s in PROFILE_SUFFIXES if low.endswith(s)), None)
+        suffix = next((s for s in refused_names if low.endswith(s)), None)
         if suffix is not None:
-            raise KprofInputError(
-                given, f"is named like a profile ({suffix}) but the report is HTML: name it .html"
-            )
+            raise KprofInputError(given, f"is named like a profile ({suffix}) but {name_advice}")
     _probe_folder(given, out)
     return out
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kprof.errors import KprofError, KprofInputError
+from kprof.lifetime import die_with_parent, hold, owned_tempdir, remove_stale, remove_stale_temporaries
 from kprof.outputs import check_output, disk_full_is_bad_input, give_permissions, writing_output
 
 if TYPE_CHECKING:
@@ -820,6 +821,11 @@ def notebook_cli(args: argparse.Namespace) -> int:
     return 0
 
 
+IPC_PATH_MAX = 107
+"""Longest path of a Unix socket (``sun_path`` is 108 bytes on Linux, 104 on macOS, NUL included):
+a longer IPC prefix fails with "File name too long", so the kernel then talks over loopback TCP."""
+
+
 def _kernel_manager_class(workdir: Path, log: Path) -> type:
     """A kernel manager that starts ``ipykernel`` with this very interpreter, over IPC sockets in ``workdir``.
 
@@ -833,12 +839,20 @@ def _kernel_manager_class(workdir: Path, log: Path) -> type:
     from jupyter_client.manager import AsyncKernelManager
 
     ipc_prefix = str(workdir / log.stem)  # one prefix per notebook: kernels never share a socket
+    connection_file = str(
+        workdir / f"{log.stem}.json"
+    )  # in the run's folder: removed with it, even after a kill
 
     class ThisPythonKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            self.transport = "ipc"
-            self.ip = ipc_prefix
+            self.connection_file = connection_file
+            if len(ipc_prefix) <= IPC_PATH_MAX - 8:
+                self.transport = "ipc"
+                self.ip = ipc_prefix
+            else:  # a socket path longer than the system allows (a long TMPDIR): loopback TCP
+                self.transport = "tcp"
+                self.ip = "127.0.0.1"
 
         async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
             with open(log, "ab") as f:  # the child keeps its own copy of the descriptor
@@ -1078,6 +1092,7 @@ def atomic_write(path: Path, data: str) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    hold(fd)  # owned while written: a later run removes it only once this process is gone
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(data)
@@ -1155,6 +1170,9 @@ def build_report(
         with contextlib.suppress(KprofError):  # a gallery without multi-rank samples still reports
             paths += sample_job_paths("ddp_straggler")
     out_path = check_output(output, paths)  # before any work: never an input, a profile, a protected file
+    started = time.time()
+    remove_stale_temporaries(started)  # what killed runs left, once their owner is gone
+    remove_stale(out_path.parent, [f".{out_path.name}.*.tmp", f".{out_path.name}.*.probe"], started)
     inputs = sort_inputs(paths)
     stages = inputs.stages()
     if not stages:
@@ -1178,8 +1196,7 @@ def build_report(
     inputs = inputs.renamed(names)
     n_jobs = max(1, min(len(runs), jobs if jobs is not None else len(runs)))
     done: dict[str, tuple[float, Any]] = {}
-    with disk_full_is_bad_input(), tempfile.TemporaryDirectory(prefix="kprof-report-") as tmp:
-        workdir = Path(tmp)
+    with disk_full_is_bad_input(), owned_tempdir("kprof-report-") as workdir:
         base = str(workdir / "inputs")
         link_inputs(names, Path(base))
         tasks = [(run, {st: stage_parameters(st, inputs) for st in run}, workdir, base) for run in runs]
@@ -1237,7 +1254,7 @@ def _run_parallel(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[tuple[st
                 )
                 with open(workdir / f"{key}.stderr.log", "wb") as err:
                     proc = subprocess.Popen(
-                        [sys.executable, "-m", "kprof.report", str(job)],
+                        [sys.executable, "-m", "kprof.report", str(job), str(os.getpid())],
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL,
                         stderr=err,
@@ -1344,4 +1361,7 @@ __all__ = [
 
 
 if __name__ == "__main__":
+    die_with_parent(
+        int(sys.argv[2]) if len(sys.argv) > 2 else None
+    )  # a killed report takes its workers along
     sys.exit(_worker(sys.argv[1]))

@@ -99,3 +99,21 @@ def test_kernel_diagnoses_suggest_kprofs_capture_beside_the_real_file():
 def test_a_placeholder_for_the_program_stays_one_word():
     line = commands.ncu_command("k", "o", program="<your command>")
     assert line.endswith(" -o o <your command>")
+
+
+def test_timeline_diagnoses_suggest_ncu_with_kprofs_capture_flags():
+    captures = sorted((SAMPLES / "timeline").glob("*.sqlite"))
+    if not captures:
+        pytest.skip("no timeline samples")
+    import kprof
+
+    seen = 0
+    for p in captures:
+        for d in kprof.diagnose(str(p)):
+            for cmd in re.findall(r"(?:^|[`:] ?)(ncu --[^`]*?)(?=`|$|\n)", d.next_step):
+                seen += 1
+                argv = shlex.split(cmd.replace("<your command>", "./app"))
+                assert argv[argv.index("--import-source") + 1] == "yes", (p.name, cmd)
+                assert argv[argv.index("--clock-control") + 1] == "none", (p.name, cmd)
+                assert "-f" not in argv  # a suggestion never replaces a report the user has
+    assert seen  # gpu_bound.sqlite names its top kernel's ncu command

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kprof import thresholds as th
+from kprof.diagnose.validity import is_damaged
 from kprof.errors import KprofError, KprofInputError
 from kprof.kernel_model import KernelLaunch, KernelProfile
 from kprof.model import Diagnosis, Direction, Expectation, Subject, SubjectKind, _to_jsonable
@@ -420,6 +421,18 @@ def _median_rel_se(x: np.ndarray) -> float | None:
     return MEDIAN_SE_FACTOR * sigma / math.sqrt(len(x)) / med
 
 
+def _unless_damaged(
+    speedup: float | None, sides: Sequence[tuple[str, Diagnosis]], notes: list[str]
+) -> float | None:
+    """``speedup``, or None (an inconclusive comparison) when a side's data is damaged (its rows or
+    values cannot be true): no speedup is measured on impossible data."""
+    for path, d in sides:
+        if is_damaged(d):
+            notes.append(f"{path}: {d.headline[0].lower()}{d.headline[1:]} No speedup is measured on it.")
+            speedup = None
+    return speedup
+
+
 def _verdict(speedup: float | None, threshold: float) -> ComparisonVerdict:
     if speedup is None:
         return ComparisonVerdict.INCONCLUSIVE
@@ -732,6 +745,7 @@ def _compare_kernel_group(
             if dur is None
             else f"the duration in {missing} is {dur:g} ns, which no kernel takes: no speedup"
         )
+    speedup = _unless_damaged(speedup, ((fb, d_before), (fa, d_after)), notes)
 
     checks = tuple(
         check_expectation(
@@ -924,6 +938,7 @@ def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str) -> list[Com
         )
     if any(e.metric == "step_ns" for e in d_before.expect) and (sb.usable and sa.usable):
         notes.append("step_ns is the GPU-projected median step time here, on both sides")
+    speedup = _unless_damaged(speedup, ((fb, d_before), (fa, d_after)), notes)
     return [
         Comparison(
             subject=subject,

@@ -371,7 +371,8 @@ def _bank_conflicts(c: Context) -> Text:
     w = c.top
     if c.is_cuda:
         decl = shared_declaration(c.source, w.text) if w and w.text else None
-        if w is None or decl is None:
+        if w is None or decl is None or (w.instruction or "").startswith("ATOMS"):
+            # shared atomics on data-chosen bins: padding a row cannot separate them; kernel.py's privatisation fix
             return mech, _keep_with_line(c)
         typ, name, dims = decl
         now = f"__shared__ {typ} {name}" + "".join(f"[{d}]" for d in dims)

@@ -50,6 +50,7 @@ import numpy as np
 
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose.validity import damaged_job
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -1189,6 +1190,8 @@ def diagnose_summaries(summaries: Sequence[RankSummary], *, job: str = "job") ->
     ('straggler', 2)
     """
     ss = sorted(summaries, key=lambda s: s.rank)
+    if (damaged := damaged_job(job, [(s.rank, s.path, s.diagnoses) for s in ss])) is not None:
+        return [damaged, *_per_rank(ss)]  # no job verdict compares a damaged rank
     st = job_stats(ss)
     step_med = _step_median(st)
     has_nccl = any(s.nccl_kernel_count for s in ss)

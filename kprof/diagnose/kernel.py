@@ -74,6 +74,9 @@ SLD_REQUESTS = ("smsp__sass_inst_executed_op_shared_ld.sum", "smsp__inst_execute
 SST_REQUESTS = ("smsp__sass_inst_executed_op_shared_st.sum", "smsp__inst_executed_op_shared_st.sum")
 SLD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 SST_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+SATOM_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum"
+SATOM_REQUESTS = ("smsp__sass_inst_executed_op_shared_atom.sum", "smsp__inst_executed_op_shared_atom.sum")
+SATOM_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"
 L1_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts.sum"
 L1_WAVEFRONT_PCT = "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"
 LSU_REQUEST_PCT = "l1tex__lsuin_requests.avg.pct_of_peak_sustained_elapsed"
@@ -121,6 +124,10 @@ ATOMIC_STALLS = ("drain", "lg_throttle", "membar", "long_scoreboard")
 SHARED_STALLS = ("short_scoreboard", "mio_throttle")
 """Stall reasons that shared-memory traffic causes (waiting on MIO results, a full MIO queue)."""
 LATENCY_STALLS = {"long_scoreboard", "short_scoreboard", "wait", "lg_throttle", "drain", "membar", "imc_miss"}
+UNIT_THROTTLES = {"l1": ("lg_throttle", "mio_throttle", "tex_throttle")}
+"""Stall reasons that say a memory level's own queue is full (backpressure from the unit, not waiting on a result):
+the load/store (LSU) and MIO queues feed L1/shared memory and the texture pipe. DRAM and L2 have no such stall of
+their own; a warp waiting on them shows ``long_scoreboard``."""
 
 # Quantities kprof quotes that are not one ncu metric. Evidence and expectations name either a metric the report
 # holds, or one of these (computed by metric_value(), so `kprof compare` reads the same quantity from an after
@@ -156,6 +163,15 @@ DERIVED: dict[str, str] = {
     "derived:xu_utilization": "% of peak: the XU pipe's elapsed-cycle use, counted as work only when the SASS shows "
     "special functions (MUFU), not conversions, fill it",
     "derived:l1_utilization": "% of peak: l1tex__throughput elapsed, or its active-cycle form x the SMs' busy fraction",
+    "derived:int_utilization": "% of peak: the busier of the integer pipes over elapsed cycles (sm__pipe_alu_cycles_active "
+    "and sm__pipe_fmaheavy_cycles_active, which runs IMAD), counted as work only when most executed integer "
+    "instructions operate on loaded data (sass:int_data_share)",
+    "derived:work_inst_share": "arithmetic on the data among executed warp instructions: derived:fp_inst_share plus "
+    "sass:int_data_share",
+    "sass:int_data_share": "integer instructions (IMAD, IADD3, LOP3, SHF, ...) with an operand computed from loaded "
+    "data, among executed SASS instructions (SASS data flow)",
+    "derived:shared_atomic_wavefronts_per_request": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum / shared "
+    "atomic instructions (smsp__sass_inst_executed_op_shared_atom.sum or smsp__inst_executed_op_shared_atom.sum)",
     "sass:ffma_share": "FFMA among executed SASS instructions (per-PC inst_executed; listed when not collected)",
     "sass:fp_arith_share": "FP32/FP16/FP64 arithmetic and MMA among executed SASS instructions",
     "derived:fp_inst_share": "FP arithmetic among executed warp instructions: the SASS mix, else the FP thread "
@@ -189,6 +205,7 @@ RESOURCE_OF_UNIT = {
     "fp32": B.COMPUTE_BOUND,
     "fp64": B.COMPUTE_BOUND,
     "xu": B.COMPUTE_BOUND,
+    "int": B.COMPUTE_BOUND,
     "issue": B.INSTRUCTION_BOUND,
 }
 UNIT_WORDS = {
@@ -199,11 +216,12 @@ UNIT_WORDS = {
     "fp32": "FP32 pipe throughput",
     "fp64": "FP64 pipe throughput",
     "xu": "special-function (XU) pipe throughput",
+    "int": "integer pipe (ALU and IMAD) throughput",
     "issue": "SM instruction issue",
 }
 MEMORY_UNITS = ("dram", "l2", "l1")
-USEFUL_UNITS = ("dram", "l2", "l1", "tensor", "fp32", "fp64", "xu")
-UNIT_PRIORITY = ("tensor", "fp64", "fp32", "xu", "dram", "l2", "l1", "issue")
+USEFUL_UNITS = ("dram", "l2", "l1", "tensor", "fp32", "fp64", "xu", "int")
+UNIT_PRIORITY = ("tensor", "fp64", "fp32", "xu", "int", "dram", "l2", "l1", "issue")
 """When several units are near their peak, the one named is the first here: the FLOP pipes and DRAM carry the
 program's own work (FLOPs, bytes that must cross the memory bus); caches carry traffic derived from it."""
 
@@ -276,6 +294,9 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
         "derived:shared_store_wavefronts_per_request": lambda: _ratio(
             k.value(SST_WAVEFRONTS), _shared_requests(k, "st")
         ),
+        "derived:shared_atomic_wavefronts_per_request": lambda: _ratio(
+            k.value(SATOM_WAVEFRONTS), _shared_requests(k, "atom")
+        ),
         "derived:l1_wavefronts_per_lsu_request": lambda: _ratio(
             k.value(L1_WAVEFRONT_PCT), k.value(LSU_REQUEST_PCT)
         ),
@@ -296,18 +317,15 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
         return fl / 1e12 if fl is not None else None
     if name == "derived:fp32_flop_per_dram_byte":
         return _ratio(roof.flops.get("fp32"), roof.bytes_per_s.get("dram"))
-    fp = fp_inst_share(k)
-    units = _units(
-        roof,
-        fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE,
-        issue=_issue_elapsed(k),
-        xu_is_math=xu_is_math(analyze_sass(k.sass)),
-    )
+    if name == "derived:work_inst_share":
+        return work_inst_share(k)
+    units = _units(roof, **_unit_flags(k, analyze_sass(k.sass), dataflow(k.sass)))
     key = {
         "derived:fp32_utilization": "fp32",
         "derived:tensor_utilization": "tensor",
         "derived:fp64_utilization": "fp64",
         "derived:xu_utilization": "xu",
+        "derived:int_utilization": "int",
         "derived:l1_utilization": "l1",
     }.get(name)
     if key is not None and key in units:
@@ -332,6 +350,7 @@ def _sass_value(k: KernelLaunch, name: str) -> float | None:
         "load_bytes_per_fma": flow.per_fma(flow.load_bytes),
         "operand_reuse": flow.operand_reuse,
         "dependent_load_share": flow.dependent_load_share if flow.global_loads else None,
+        "int_data_share": flow.int_data_share(s.instructions),
         "local_instructions": s.local_loads + s.local_stores,
         "global_atomics": s.global_atomics,
     }.get(what)
@@ -357,6 +376,7 @@ def _shared_requests(k: KernelLaunch, *ops: str) -> float | None:
         for h in (
             _first(k, SLD_REQUESTS) if "ld" in ops else None,
             _first(k, SST_REQUESTS) if "st" in ops else None,
+            _first(k, SATOM_REQUESTS) if "atom" in ops else None,
         )
         if h is not None
     ]
@@ -384,15 +404,17 @@ def _excess_share(
     stores: tuple[float | None, float | None, float],
     ncu_actual: float | None,
     ncu_ideal: float | None,
+    *more: tuple[float | None, float | None, float],
 ) -> float | None:
     """Share of the memory units moved (sectors, wavefronts) that an ideal access pattern would not
-    need, from ``(units, requests, ideal units per request)`` of loads and stores; ncu's own per-
-    instruction ideal replaces ours when the report has it. None when nothing moved, or when ncu's
-    ideal shows no excess beyond COALESCING_TOLERANCE."""
-    actual = (loads[0] or 0.0) + (stores[0] or 0.0)
+    need, from ``(units, requests, ideal units per request)`` of loads and stores (and ``more`` kinds:
+    shared atomics); ncu's own per-instruction ideal replaces ours when the report has it. None when
+    nothing moved, or when ncu's ideal shows no excess beyond COALESCING_TOLERANCE."""
+    groups = (loads, stores, *more)
+    actual = sum(g[0] or 0.0 for g in groups)
     if actual <= 0:
         return None
-    ideal_total = (loads[1] or 0.0) * loads[2] + (stores[1] or 0.0) * stores[2]
+    ideal_total = sum((g[1] or 0.0) * g[2] for g in groups)
     waste = max(0.0, 1.0 - ideal_total / actual)
     if ncu_actual and ncu_ideal is not None:
         waste = max(0.0, 1.0 - ncu_ideal / ncu_actual)
@@ -592,11 +614,12 @@ class _Facts:
     def limiter(self) -> tuple[str, float]:
         """The busiest unit; within 5 points of it, the one whose work is the program's (priority order).
 
-        Instruction issue is not a candidate when most executed instructions are FP math (FP_HEAVY_SHARE): the
-        issue slots then carry the work itself, and the FP pipe is the unit to name."""
+        Instruction issue is not a candidate when most executed instructions are arithmetic on the data (FP math,
+        or integer math on loaded values; FP_HEAVY_SHARE): the issue slots then carry the work itself, and the
+        FP or integer pipe is the unit to name."""
         util = dict(self.util)
-        fp = self.fp_share()
-        if fp is not None and fp >= th.FP_HEAVY_SHARE and len(util) > 1:
+        work = self.work_share()
+        if work is not None and work >= th.FP_HEAVY_SHARE and len(util) > 1:
             util.pop("issue", None)
         if not util:
             return "issue", 0.0
@@ -617,6 +640,11 @@ class _Facts:
     def fp_share(self) -> float | None:
         """FP arithmetic among executed instructions (:func:`fp_inst_share`); None when the report cannot say."""
         return fp_inst_share(self.k, self.sass)
+
+    def work_share(self) -> float | None:
+        """Arithmetic on the data among executed instructions (:func:`work_inst_share`): FP math plus integer
+        math on loaded values; None when the report cannot say."""
+        return work_inst_share(self.k, self.sass, self.flow)
 
     def duration_evidence(self) -> Evidence | None:
         if self.duration_ns is None:
@@ -656,6 +684,33 @@ def fp_inst_share(k: KernelLaunch, sass: SassSummary | None = None) -> float | N
     return min(1.0, sum(r or 0.0 for r in rates) * cycles / th.WARP_SIZE / executed)
 
 
+def work_inst_share(
+    k: KernelLaunch, sass: SassSummary | None = None, flow: Dataflow | None = None
+) -> float | None:
+    """Arithmetic on the data among the executed warp instructions: FP arithmetic (:func:`fp_inst_share`) plus the
+    integer instructions with an operand computed from loaded data (:attr:`Dataflow.int_data_ops`: a hash of a
+    loaded key, bits extracted from a loaded word). Index math, address math and loop control derive from the
+    thread index and the kernel's parameters, not from loaded data, and do not count. Without SASS, the FP share.
+    """
+    s = sass if sass is not None else analyze_sass(k.sass)
+    fp = fp_inst_share(k, s)
+    if s.empty:
+        return fp
+    fl = flow if flow is not None else dataflow(k.sass)
+    data_int = fl.int_data_share(s.instructions) or 0.0
+    return min(1.0, (fp or 0.0) + data_int)
+
+
+def int_is_work(sass: SassSummary, flow: Dataflow) -> bool:
+    """True when most executed integer instructions operate on loaded data (the algorithm's integer work: hashing,
+    bit manipulation) and they are a large part of what executes, so a busy integer pipe is doing the work the
+    algorithm needs rather than index arithmetic."""
+    if sass.empty or not flow.int_ops:
+        return False
+    share = flow.int_data_share(sass.instructions) or 0.0
+    return flow.int_data_ops >= 0.5 * flow.int_ops and share >= th.FP_HEAVY_SHARE / 2
+
+
 _XU_CONVERSIONS = ("F2F", "F2I", "I2F", "FRND", "I2FP", "F2IP")
 
 
@@ -675,8 +730,23 @@ def _issue_elapsed(k: KernelLaunch) -> float | None:
     return hit[1] / 100.0 * busy if hit is not None and busy is not None else None
 
 
+def _unit_flags(k: KernelLaunch, sass: SassSummary, flow: Dataflow) -> dict[str, Any]:
+    """The instruction-mix facts :func:`_units` needs, from the report's SASS (or counters)."""
+    fp = fp_inst_share(k, sass)
+    return {
+        "fp_heavy": fp is not None and fp >= th.FP_HEAVY_SHARE,
+        "issue": _issue_elapsed(k),
+        "xu_is_math": xu_is_math(sass),
+        "int_is_work": int_is_work(sass, flow),
+    }
+
+
 def _units(
-    roof: Roofline, fp_heavy: bool | None = None, issue: float | None = None, xu_is_math: bool = False
+    roof: Roofline,
+    fp_heavy: bool | None = None,
+    issue: float | None = None,
+    xu_is_math: bool = False,
+    int_is_work: bool = False,
 ) -> dict[str, float]:
     """Each unit's use over the kernel's elapsed time (0..1).
 
@@ -685,6 +755,9 @@ def _units(
     a FLOP count does not show, e.g. on GPUs where an FFMA warp instruction occupies the pipe two cycles). The FMA
     pipe alone stands in when the report has no FLOP counts. For such a kernel the instruction issue over elapsed
     cycles (``issue``) is the FP32 pipe's roof as well: the issue slots carry the math.
+
+    Integer (``int``): the busier of the ALU pipe and the FMA-heavy pipe (IMAD; the whole FMA pipe before sm_80),
+    only when the integer instructions are the algorithm's work (``int_is_work``, see :func:`int_is_work`).
     """
     u = roof.utilization
     out: dict[str, float] = {}
@@ -709,6 +782,12 @@ def _units(
         out["fp32"] = fp32
     if "xu_pipe" in u and xu_is_math:
         out["xu"] = u["xu_pipe"]
+    if int_is_work:
+        pipes = [
+            u[x] for x in ("alu_pipe", "fmaheavy_pipe" if "fmaheavy_pipe" in u else "fma_pipe") if x in u
+        ]
+        if pipes:
+            out["int"] = max(pipes)
     fp64 = [u[x] for x in ("fp64_pipe", "flops_fp64") if x in u]
     if fp64:
         out["fp64"] = max(fp64)
@@ -720,20 +799,15 @@ def _units(
 def _facts(k: KernelLaunch, duration_ns: float | None, label: str) -> _Facts:
     roof = roofline(k)
     sass = analyze_sass(k.sass)
-    fp = fp_inst_share(k, sass)
+    flow = dataflow(k.sass)
     f = _Facts(
         k=k,
         roof=roof,
         sass=sass,
-        flow=dataflow(k.sass),
+        flow=flow,
         duration_ns=duration_ns,
         duration_label=label,
-        util=_units(
-            roof,
-            fp_heavy=fp is not None and fp >= th.FP_HEAVY_SHARE,
-            issue=_issue_elapsed(k),
-            xu_is_math=xu_is_math(sass),
-        ),
+        util=_units(roof, **_unit_flags(k, sass, flow)),
     )
     if not roof.has_sol:
         f.missing.add("sol")
@@ -1180,13 +1254,15 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
 
     Physics: 32 banks x 4 B serve 128 B per wavefront, so a conflict-free warp access of ``w`` bytes per lane
     needs ``w x 32 / 128`` wavefronts. ncu's per-instruction ideal wavefronts (LDSM and matrix-operand reads
-    included) override that when the report has them. The replays cost time in proportion to the L1/shared
-    pipe's share of the kernel's limit.
+    included) override that when the report has them. Shared atomics (ATOMS, a histogram's ``atomicAdd`` on a
+    ``__shared__`` array) are served the same way: a warp's 32 four-byte updates of different words in the same
+    bank take one wavefront per word, so random bins replay each ATOMS several times. The replays cost time in
+    proportion to the L1/shared pipe's share of the kernel's limit.
     """
     k = f.k
-    wf_ld, wf_st = k.value(SLD_WAVEFRONTS), k.value(SST_WAVEFRONTS)
-    rq_ld, rq_st = _shared_requests(k, "ld"), _shared_requests(k, "st")
-    if (wf_ld is None or not rq_ld) and (wf_st is None or not rq_st):
+    wf_ld, wf_st, wf_at = k.value(SLD_WAVEFRONTS), k.value(SST_WAVEFRONTS), k.value(SATOM_WAVEFRONTS)
+    rq_ld, rq_st, rq_at = _shared_requests(k, "ld"), _shared_requests(k, "st"), _shared_requests(k, "atom")
+    if (wf_ld is None or not rq_ld) and (wf_st is None or not rq_st) and (wf_at is None or not rq_at):
         return _from_ncu_rule(f, "UncoalescedSharedAccess") or _from_ncu_rule(f, "SharedMemoryConflicts")
 
     def ideal(width: float | None) -> float:
@@ -1194,6 +1270,8 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
         return max(1.0, w * th.WARP_SIZE / (th.SHARED_BANKS * th.SHARED_BANK_BYTES))
 
     i_ld, i_st = ideal(f.sass.shared_load_bytes_per_thread), ideal(f.sass.shared_store_bytes_per_thread)
+    # 32-bit atomics (atomicAdd on int/unsigned/float): one wavefront per warp when conflict-free
+    i_at = ideal(None)
     # ncu's SourceCounters count the ideal wavefronts per instruction (width, active lanes, LDSM and
     # matrix-operand reads included): when they match the actual ones there is no conflict to fix.
     waste = _excess_share(
@@ -1201,25 +1279,32 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
         (wf_st, rq_st, i_st),
         k.value(SHARED_WAVEFRONTS),
         k.value(SHARED_WAVEFRONTS_IDEAL),
+        (wf_at, rq_at, i_at),
     )
     if waste is None:
         return None
-    wpr_ld, wpr_st = _ratio(wf_ld, rq_ld), _ratio(wf_st, rq_st)
-    bad_ld = wpr_ld is not None and wpr_ld > i_ld * th.COALESCING_TOLERANCE
-    bad_st = wpr_st is not None and wpr_st > i_st * th.COALESCING_TOLERANCE
-    if not (bad_ld or bad_st):
+    kinds = {
+        "loads": (_ratio(wf_ld, rq_ld), i_ld, f.sass.shared_load_bytes_per_thread, SLD_CONFLICTS),
+        "stores": (_ratio(wf_st, rq_st), i_st, f.sass.shared_store_bytes_per_thread, SST_CONFLICTS),
+        "atomics": (_ratio(wf_at, rq_at), i_at, 4.0, SATOM_CONFLICTS),
+    }
+    bad = {
+        kind: wpr / idl
+        for kind, (wpr, idl, _, _) in kinds.items()
+        if wpr is not None and wpr > idl * th.COALESCING_TOLERANCE
+    }
+    if not bad:
         return None
     total_wf = k.value(L1_WAVEFRONTS)
-    actual = (wf_ld or 0.0) + (wf_st or 0.0)
+    actual = (wf_ld or 0.0) + (wf_st or 0.0) + (wf_at or 0.0)
     shared_share = min(1.0, actual / total_wf) if total_wf else 1.0
     l1 = f.util.get("l1", 0.0)
     savings = waste * shared_share * _scale_to_limiter(f, f.util.get("l1"), SHARED_STALLS)
-    which = "loads" if bad_ld and (not bad_st or (wpr_ld or 0) / i_ld >= (wpr_st or 0) / i_st) else "stores"
-    op = which[:-1]
-    wpr, idl = (wpr_ld, i_ld) if which == "loads" else (wpr_st, i_st)
-    width = f.sass.shared_load_bytes_per_thread if which == "loads" else f.sass.shared_store_bytes_per_thread
+    which = max(bad, key=lambda kind: bad[kind])  # the kind furthest from its ideal (loads first on a tie)
+    op = {"loads": "load", "stores": "store", "atomics": "atomic"}[which]
+    wpr, idl, width, conflicts_metric = kinds[which]
     wpr_r, waste_pct = round(wpr or 0.0, 2), round(100 * waste, 1)
-    conflicts = k.value(SLD_CONFLICTS if which == "loads" else SST_CONFLICTS)
+    conflicts = k.value(conflicts_metric)
     per_request = f"derived:shared_{op}_wavefronts_per_request"
     ev = [
         Evidence(
@@ -1248,7 +1333,7 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
                 value=int(conflicts),
                 unit="",
                 reference="0 for conflict-free access",
-                metric=SLD_CONFLICTS if which == "loads" else SST_CONFLICTS,
+                metric=conflicts_metric,
             )
         )
     exp = [
@@ -1264,6 +1349,27 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
     t = _time_expectation(f, savings)
     if t:
         exp.append(t)
+    if which == "atomics":
+        mechanism = (
+            "The lanes of a warp update different 4-byte words that share a bank (random bins of a shared-memory "
+            "histogram: 256 bins in 32 banks), so each shared atomic (ATOMS) is replayed once per conflicting word; "
+            "lanes that hit the same word cost no replay on sm_70+, different words of one bank do."
+        )
+        fix = (
+            "Privatise the bins per lane so a warp's updates fall in different banks: one sub-histogram per lane "
+            "laid out h[bin * 32 + lane] (or per warp with a padded stride), summed at the end of the block; or "
+            "accumulate in registers/warp-aggregate (__match_any_sync) before the shared atomic."
+        )
+    else:
+        mechanism = (
+            "Several lanes of a warp address different 4-byte words in the same bank (typically a column of a "
+            "row-major tile whose row length is a multiple of 32 words), so the access is split into one "
+            "wavefront per conflicting word."
+        )
+        fix = (
+            "Pad the shared array by one word per row (e.g. tile[32][33]) or swizzle the index (XOR the column "
+            "with the row), so the lanes of a warp fall in different banks."
+        )
     return _Mech(
         bottleneck=B.SHARED_BANK_CONFLICTS,
         savings=savings,
@@ -1272,15 +1378,8 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
             f"{waste_pct:g}% of the shared-memory wavefronts are replays."
         ),
         evidence=ev,
-        mechanism=(
-            "Several lanes of a warp address different 4-byte words in the same bank (typically a column of a "
-            "row-major tile whose row length is a multiple of 32 words), so the access is split into one "
-            "wavefront per conflicting word."
-        ),
-        fix=(
-            "Pad the shared array by one word per row (e.g. tile[32][33]) or swizzle the index (XOR the column "
-            "with the row), so the lanes of a warp fall in different banks."
-        ),
+        mechanism=mechanism,
+        fix=fix,
         expect=exp,
         confidence=0.85,
         would_raise="SourceCounters (--import-source yes) to name the conflicting line"
@@ -2303,14 +2402,17 @@ def _slow_tensor_path(f: _Facts) -> _Mech | None:
 def _instruction_bound(f: _Facts) -> _Mech | None:
     """The SM issues near its peak while no memory level or FP pipe is busy: the instructions are overhead.
 
-    Only when non-FP instructions dominate issue: a kernel whose executed instructions are mostly FMAs (a cuBLAS
-    SGEMM issues ~80% FFMA) spends its issue slots on the math it must do; that is compute-bound, not overhead.
+    Only when instructions that are not arithmetic on the data dominate issue: a kernel whose executed instructions
+    are mostly FMAs (a cuBLAS SGEMM issues ~80% FFMA) spends its issue slots on the math it must do, and so does
+    one whose integer instructions compute on loaded values (a hash's multiplies, shifts and xors of a loaded key);
+    that is compute-bound, not overhead. Overhead is what the algorithm does not need: index and address math
+    from the thread index, loop control, conversions.
     """
     issue = f.util.get("issue")
     if issue is None or issue < th.LATENCY_BOUND_FRACTION:
         return None
-    fp = f.fp_share()
-    if fp is not None and fp >= th.FP_HEAVY_SHARE:
+    work = f.work_share()
+    if work is not None and work >= th.FP_HEAVY_SHARE:
         return None
     useful_unit = max((u for u in USEFUL_UNITS if u in f.util), key=lambda u: f.util[u], default=None)
     useful = f.util[useful_unit] if useful_unit else 0.0
@@ -2336,18 +2438,22 @@ def _instruction_bound(f: _Facts) -> _Mech | None:
             metric=_unit_metric(f, useful_unit) if useful_unit else COMPUTE_SOL,
         ),
     ]
-    fp_share = f.fp_share()
-    if fp_share is not None:
+    if work is not None:
         ev.append(
             Evidence(
-                name="FP arithmetic share of the SASS listing"
-                if not f.sass.empty and not f.sass.weighted
-                else "FP arithmetic share of executed instructions",
-                value=round(100 * fp_share, 1),
+                name=(
+                    "FP arithmetic share of executed instructions"
+                    if f.sass.empty
+                    else "arithmetic on the data (FP, and integer on loaded values) in the SASS listing"
+                    if not f.sass.weighted
+                    else "arithmetic on the data (FP, and integer on loaded values) among executed instructions"
+                ),
+                value=round(100 * work, 1),
                 unit="%",
-                reference=f"below {100 * th.FP_HEAVY_SHARE:.0f}%: most issue slots carry no math",
+                reference=f"below {100 * th.FP_HEAVY_SHARE:.0f}%: most issue slots carry index math, loop control "
+                "and conversions, not the computation",
                 reference_value=round(100 * th.FP_HEAVY_SHARE, 1),
-                metric="sass:fp_arith_share" if not f.sass.empty else "derived:fp_inst_share",
+                metric="derived:fp_inst_share" if f.sass.empty else "derived:work_inst_share",
             )
         )
     executed = f.v("smsp__inst_executed.sum")
@@ -2582,6 +2688,9 @@ def _healthy(
         "xu": "Evaluate fewer special functions: hoist them out of loops, use identities (one sincos instead of sin "
         "and cos, exp2 with a folded scale), or polynomial approximations on the FMA pipe where accuracy allows; "
         "the special-function pipe is at its roof.",
+        "int": "Do fewer integer operations per result: 32-bit arithmetic where the values fit (a 64-bit multiply is "
+        "several IMADs, a 64-bit shift two funnel shifts), fewer rounds or a cheaper mixing function where the "
+        "algorithm allows; the integer pipes are at their roof.",
     }.get(unit, "Do less work.")
     return Diagnosis(
         subject=_subject(k),
@@ -2815,6 +2924,17 @@ def _resource_diagnosis(
         waste = max((m.waste for m in found if unit in m.inflates), default=0.0)
         if util * (1.0 - waste) < th.HEALTHY_FRACTION_OF_PEAK:
             latency = True
+    # A memory level below its roof is not what limits the kernel unless its own queue is full (UNIT_THROTTLES):
+    # the bandwidth a kernel draws is the bytes it keeps in flight over the memory latency (Little's law), so a
+    # level with spare bandwidth while warps wait on its results means too few requests in flight: latency.
+    # Naming the level ("L2 bound at 63%, short of the roof") would send the user to reduce traffic that is not
+    # the limit. Compute pipes keep their name below the roof: their busy cycles are the work itself, and the gap
+    # is how well they are fed.
+    below_roof = (
+        not latency and not at_roof and unit in MEMORY_UNITS and top not in UNIT_THROTTLES.get(unit, ())
+    )
+    if below_roof:
+        latency = True
     why = _why_not_healthy(f, unit, found) if at_roof and not latency else ""
     ev: list[Evidence] = [
         Evidence(
@@ -2824,6 +2944,9 @@ def _resource_diagnosis(
             reference=(
                 "busy with the scattered sectors of data-dependent loads, not with work it streams"
                 if latency and dependent is not None
+                else f"below the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof: not saturated, the kernel waits on "
+                "its results"
+                if below_roof
                 else f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}% everywhere: latency bound (ncu's SOL rule)"
                 if latency
                 else f"at or above the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof, but {why}"
@@ -2831,7 +2954,9 @@ def _resource_diagnosis(
                 else f"below the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% that counts as at the roof"
             ),
             reference_value=round(
-                100 * (th.LATENCY_BOUND_FRACTION if latency else th.HEALTHY_FRACTION_OF_PEAK), 1
+                100
+                * (th.LATENCY_BOUND_FRACTION if latency and not below_roof else th.HEALTHY_FRACTION_OF_PEAK),
+                1,
             ),
             metric=_unit_metric(f, unit),
         )
@@ -2849,16 +2974,27 @@ def _resource_diagnosis(
     )
     if latency:
         bott = B.LATENCY_BOUND
+        stall_words = STALL_WORDS.get(top, (top, ""))[0] if top else ""
         headline = (
             f"Latency bound by data-dependent loads: the global loads' addresses come from loaded data (a chase, "
             f"gather or probe), so few loads are in flight; {UNIT_WORDS[unit]} at {_pc(util)}% of peak carries "
             "their scattered sectors."
             if dependent is not None
+            else f"Latency bound: the busiest unit, {UNIT_WORDS[unit]}, is at {_pc(util)}% of peak, below the "
+            f"{100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof"
+            + (f", and warps mostly stall {stall_words}." if top else ".")
+            if below_roof
             else f"Latency bound: no unit is above {_pc(util)}% of its peak"
-            + (f"; warps mostly stall {STALL_WORDS.get(top, (top, ''))[0]}." if top else ".")
+            + (f"; warps mostly stall {stall_words}." if top else ".")
         )
         mechanism = (
-            "Too little independent work is in flight to keep any unit busy; each warp waits on the "
+            f"{_cap(UNIT_WORDS[unit])} could deliver more than it does: the bandwidth a kernel draws is the bytes it "
+            "keeps in flight divided by the memory latency (Little's law), and at "
+            f"{_pc(util)}% of peak the unit is not saturated"
+            + (f" while warps mostly stall {stall_words}" if top else "")
+            + ": too few independent requests are outstanding per warp to cover the latency."
+            if below_roof
+            else "Too little independent work is in flight to keep any unit busy; each warp waits on the "
             "result of its previous instruction."
         )
         fix = (
@@ -2879,6 +3015,24 @@ def _resource_diagnosis(
                 label="scheduler issue-active",
             )
         ]
+        if below_roof:
+            # The same bytes at the roof: the level whose bandwidth the stream draws (DRAM when the L2 only passes
+            # a DRAM stream through) rises toward the roof, and the duration falls in proportion.
+            level = "dram" if unit == "l2" and f.l2_carries_dram_traffic() else unit
+            now = f.util.get(level, util)
+            expect = [
+                Expectation(
+                    metric=_unit_metric(f, level),
+                    direction=Direction.UP,
+                    target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
+                    unit="%",
+                    value_now=round(100 * now, 1),
+                    label=f"{UNIT_WORDS[level]} used",
+                )
+            ]
+            t = _time_expectation(f, max(0.0, 1.0 - now / th.HEALTHY_FRACTION_OF_PEAK))
+            if t:
+                expect.append(t)
     else:
         bott = RESOURCE_OF_UNIT[unit]
         headline = (
@@ -2887,12 +3041,27 @@ def _resource_diagnosis(
             else f"{_cap(UNIT_WORDS[unit])} bound at {_pc(util)}% of peak, short of the "
             f"{100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% that counts as at the roof."
         )
+        work = f.work_share()
         mechanism = (
             f"{_cap(UNIT_WORDS[unit])} is the busiest unit, but it does not reach its peak and no "
             "single mechanism measured here explains the difference."
             if not at_roof
             else f"{_cap(UNIT_WORDS[unit])} is at its roof over the kernel's elapsed time, but {why}."
         )
+        if not at_roof and unit not in MEMORY_UNITS and unit != "issue" and top == "math_pipe_throttle":
+            mechanism = (
+                f"{_cap(UNIT_WORDS[unit])} is the busiest unit and warps mostly wait for a saturated math pipe "
+                "(math_pipe_throttle): the kernel is limited by the arithmetic it issues"
+                + (
+                    f", and {_pc(work)}% of the executed instructions are arithmetic on the data, the algorithm's "
+                    "own work, not index math"
+                    if work is not None and work >= th.FP_HEAVY_SHARE
+                    else ""
+                )
+                + f". The pipe is at {_pc(util)}% of its peak, short of the "
+                f"{100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof: dependent chains and the split between pipes leave "
+                "issue cycles unused."
+            )
         fix = {
             "dram": "Move fewer bytes (fusion, narrower types) and keep more loads in flight (128-bit loads, unrolling).",
             "l2": "Improve reuse in shared memory/registers so fewer requests reach L2.",
@@ -2901,6 +3070,10 @@ def _resource_diagnosis(
             "fp32": "Raise FMA density: fewer non-FMA instructions per FLOP.",
             "fp64": "Raise FP64 FMA density (DFMA instead of DMUL+DADD).",
             "xu": "Evaluate fewer special functions per result, or move some to polynomial approximations on the FMA pipe.",
+            "int": "The integer pipes do the algorithm's own work (integer math on the loaded data): do fewer integer "
+            "operations per result (32-bit arithmetic where the values fit: a 64-bit multiply is several IMADs, a "
+            "64-bit shift two funnel shifts), and give each thread independent chains (several keys per thread, "
+            "interleaved) so both integer pipes issue every cycle.",
             "issue": "Execute fewer instructions per result.",
         }[unit]
         if at_roof and not f.fills_gpu():
@@ -3060,9 +3233,12 @@ def diagnose_launch(
 
     if mechs and mechs[0].savings >= th.MIN_PRIMARY_SAVINGS:
         return _mechanism_diagnosis(f, mechs, gap)
-    return _resource_diagnosis(
-        f, mechs, needs | ({"stalls"} if util < th.LATENCY_BOUND_FRACTION else set()), found
+    # Below the roof the stall reasons decide between latency and the unit (a memory level is the limit only when
+    # its own queue is full): they are needed for every kernel whose busiest memory level is not at its roof.
+    wants_stalls = util < th.LATENCY_BOUND_FRACTION or (
+        unit in MEMORY_UNITS and util < th.HEALTHY_FRACTION_OF_PEAK
     )
+    return _resource_diagnosis(f, mechs, needs | ({"stalls"} if wants_stalls else set()), found)
 
 
 def _bound_savings(f: _Facts, m: _Mech, gap: float | None) -> None:

@@ -89,6 +89,14 @@ FMA_PIPE_METRICS = ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapse
 FP64_PIPE_METRICS = ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",)
 XU_PIPE_METRICS = ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",)
 """The transcendental and data-conversion unit (MUFU: sin, cos, exp2, log2, rcp, rsqrt; F2F/F2I/I2F)."""
+ALU_PIPE_METRICS = (
+    "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_elapsed",
+)
+"""The integer and logic pipe (IADD3, LOP3, SHF, ISETP, LEA, ...; also FP compares and min/max)."""
+FMAHEAVY_PIPE_METRICS = ("sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_elapsed",)
+"""The FMA-heavy half of the FMA pipe (sm_80+), which also executes the integer multiplies (IMAD, IMUL); before
+sm_80 the whole FMA pipe did (``fma_pipe``)."""
 SM_ACTIVE_CYCLES = "sm__cycles_active.avg"
 SM_ELAPSED_CYCLES = ("sm__cycles_elapsed.avg", "gpc__cycles_elapsed.max")
 SM_CLOCKS = ("sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second")
@@ -163,7 +171,8 @@ class Roofline:
     dense one for the used path's input type."""
     utilization: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """SpeedOfLight fractions of peak: ``compute``, ``memory``, ``dram``, ``l2``, ``l1``, ``tensor_pipe``,
-    ``fma_pipe``, ``fp64_pipe``, ``xu_pipe``, and ``flops_<precision>`` (achieved / peak FLOP/s)."""
+    ``fma_pipe``, ``fp64_pipe``, ``xu_pipe``, ``alu_pipe``, ``fmaheavy_pipe``, and ``flops_<precision>``
+    (achieved / peak FLOP/s)."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -366,6 +375,8 @@ def roofline(k: KernelLaunch) -> Roofline:
         ("fma_pipe", FMA_PIPE_METRICS),
         ("fp64_pipe", FP64_PIPE_METRICS),
         ("xu_pipe", XU_PIPE_METRICS),
+        ("alu_pipe", ALU_PIPE_METRICS),
+        ("fmaheavy_pipe", FMAHEAVY_PIPE_METRICS),
     ):
         pv = _elapsed_pct(k, names, busy)
         if pv is not None:

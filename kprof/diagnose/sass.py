@@ -41,6 +41,42 @@ SHARED_STORES = frozenset({"STS"})
 GLOBAL_ATOMICS = frozenset({"ATOM", "ATOMG", "RED", "REDG"})
 SHARED_ATOMICS = frozenset({"ATOMS"})
 ASYNC_COPY = frozenset({"LDGSTS", "UTMALDG", "UTMASTG", "UBLKCP", "UTMAPF", "UBLKPF"})
+INT_ARITH = frozenset(
+    {
+        "IMAD",
+        "IMUL",
+        "IADD",
+        "IADD3",
+        "IADD32I",
+        "VIADD",
+        "ISCADD",
+        "LEA",
+        "SHF",
+        "SHL",
+        "SHR",
+        "LOP",
+        "LOP3",
+        "LOP32I",
+        "IABS",
+        "IMNMX",
+        "VIMNMX",
+        "POPC",
+        "FLO",
+        "BREV",
+        "BMSK",
+        "PRMT",
+        "SGXT",
+        "IDP",
+        "IDP4A",
+        "XMAD",
+        "BFE",
+        "BFI",
+        "ISETP",
+    }
+)
+"""Integer arithmetic, logic, shifts and compares (ALU and FMA-heavy pipes). Whether they are the algorithm's work
+(hashing, bit manipulation, integer math on the data) or overhead (index and address math, loop control) is told by
+where their operands come from (:attr:`Dataflow.int_data_ops`), not by the opcode."""
 # Names of the per-PC "instructions executed" counter in ncu's SourceCounters, newest first.
 INST_EXECUTED_COUNTERS = ("inst_executed", "sass__inst_executed", "smsp__sass_inst_executed")
 
@@ -210,6 +246,15 @@ class Dataflow:
     dependent_global_loads: float = 0.0
     """Global loads whose address is computed from loaded data (a pointer chase, a gather through an index
     array, a hash probe): their addresses are decided by the data, not by the thread index."""
+    int_ops: float = 0.0
+    """Executed integer instructions (:data:`INT_ARITH`, ``IMAD.MOV`` excluded: a register move)."""
+    int_data_ops: float = 0.0
+    """...of which at least one source register holds a value computed from data loaded from memory (LDG/LD/LDS
+    and the like; not the kernel parameters that LDC reads, not the thread index): integer work on the data itself
+    (a hash of a loaded key, bit manipulation of loaded words). Index math derived from the thread and block index
+    and loop counters are not; the address computed from a loaded index in a gather is (one per load)."""
+    int_data_pcs: frozenset[int] = frozenset()
+    """PCs of the integer instructions counted in :attr:`int_data_ops`."""
     sectors: dict[str, float] = field(default_factory=dict)
     """ncu's per-PC sectors, summed: ``load``, ``load_ideal``, ``store``, ``store_ideal``, ``dependent``,
     ``dependent_ideal`` (keys present only when the report holds the per-PC counters)."""
@@ -226,6 +271,10 @@ class Dataflow:
     @property
     def dependent_load_share(self) -> float:
         return self.dependent_global_loads / self.global_loads if self.global_loads else 0.0
+
+    def int_data_share(self, instructions: float) -> float | None:
+        """Integer work on loaded data as a share of ``instructions`` executed (None when either is unknown)."""
+        return min(1.0, self.int_data_ops / instructions) if instructions else None
 
     def per_fma(self, nbytes: float) -> float | None:
         """Bytes per thread per FMA (None without FMAs)."""
@@ -299,20 +348,23 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
     producer: dict[int, tuple[int, int] | None] = {}
     varying: dict[int, bool] = {}
     tainted: dict[int, bool] = {}
+    # datum[r]: r holds a value computed from data loaded from memory (whatever the lanes' addresses).
+    datum: dict[int, bool] = {}
     acc: dict[str, float] = defaultdict(float)
     sectors: dict[str, float] = defaultdict(float)
     used_values: set[tuple[int, int]] = set()
+    int_data_pcs: set[int] = set()
     weight_of_pc: dict[int, float] = {}
     # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
     # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
-    back_edges: dict[int, tuple[dict, dict, dict]] = {}
+    back_edges: dict[int, tuple[dict, dict, dict, dict]] = {}
     for count_pass in (False, True):
         for s, w, opcode, mn, ops in decoded:
             if not mn:
                 continue
             weight_of_pc[s.pc] = w
             if count_pass and s.pc in back_edges:
-                b_prod, b_vary, b_taint = back_edges[s.pc]
+                b_prod, b_vary, b_taint, b_datum = back_edges[s.pc]
                 for r, v in b_prod.items():
                     if v is not None and producer.get(r) is None:
                         producer[r] = v
@@ -320,16 +372,17 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
                     varying[r] = varying.get(r, False) or b_vary[r]
                 for r in b_taint:
                     tainted[r] = tainted.get(r, False) or b_taint[r]
+                for r in b_datum:
+                    datum[r] = datum.get(r, False) or b_datum[r]
             if not count_pass and mn == "BRA":
                 target = next((int(o, 16) for o in ops if o.startswith("0x")), None)
                 if target is not None and target <= s.pc:
                     prev = back_edges.get(target)
-                    snap = (dict(producer), dict(varying), dict(tainted))
+                    snap = (dict(producer), dict(varying), dict(tainted), dict(datum))
                     if prev is not None:
-                        for r, v in prev[1].items():
-                            snap[1][r] = snap[1].get(r, False) or v
-                        for r, v in prev[2].items():
-                            snap[2][r] = snap[2].get(r, False) or v
+                        for merged, earlier in zip(snap[1:], prev[1:], strict=True):
+                            for r, v in earlier.items():
+                                merged[r] = merged.get(r, False) or v
                     back_edges[target] = snap
             predicated = s.text.lstrip().startswith("@")
             is_load = mn in _DATA_LOADS
@@ -344,7 +397,13 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
                     dest = [r + i for i in range(_dest_count(opcode, mn))]
                     srcs = ops[1:]
             src_regs = _regs_in(srcs)
+            src_datum = any(datum.get(r, False) for r in src_regs)
             if count_pass:
+                if mn in INT_ARITH and not opcode.startswith("IMAD.MOV"):
+                    acc["int"] += w
+                    if src_datum:
+                        acc["int_data"] += w
+                        int_data_pcs.add(s.pc)
                 if mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3:
                     acc["fma"] += w
                     multiplicands = [_reg(o) for o in ops[1:3]]
@@ -399,6 +458,7 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
                     # constant (``@P3 LDG R64, [...]`` / ``@!P3 MOV R64, RZ``: the zero-fill of a tile's edge).
                     new_prod = new_prod if new_prod is not None else producer.get(r)
                 producer[r], tainted[r], varying[r] = new_prod, new_taint, new_vary
+                datum[r] = is_load or src_datum or (predicated and datum.get(r, False))
     return Dataflow(
         fma=acc["fma"],
         fma_from_loads=acc["fma_from_loads"],
@@ -409,6 +469,9 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
         global_load_bytes=acc["global_load_bytes"],
         global_loads=acc["gld"],
         dependent_global_loads=acc["dep"],
+        int_ops=acc["int"],
+        int_data_ops=acc["int_data"],
+        int_data_pcs=frozenset(int_data_pcs),
         sectors=dict(sectors),
     )
 
@@ -539,4 +602,4 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     )
 
 
-__all__ = ["SassSummary", "access_bytes", "analyze_sass", "is_mma"]
+__all__ = ["INT_ARITH", "SassSummary", "access_bytes", "analyze_sass", "is_mma"]

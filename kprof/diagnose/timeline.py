@@ -86,12 +86,12 @@ on the steady state, so that ``compare`` can look them up in the *after* capture
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
 from kprof.diagnose import phases
@@ -2104,11 +2104,15 @@ def _ncu_commands(
         # launch 132 blocks on an H200) is no evidence of anything else. A cooperative launch
         # synchronizes the whole grid, which kernel replay breaks (DESIGN.md); application replay
         # reruns the program once per pass instead, far slower, so it is kept for those.
-        replay = " --replay-mode application" if coop[i] else ""
         out = f"kprof_{len(cmds) + 1}_" + re.sub(r"[^A-Za-z0-9_]+", "_", sname)[:40]
-        cmd = (
-            f"ncu --set full{replay}{base} -k {shlex.quote(regex)} --launch-skip {skip} --launch-count 1 "
-            f"-f -o {out} {app}"
+        cmd = commands.ncu_command(  # kprof's capture flags, as `kprof profile ncu` runs them
+            regex,
+            out,
+            exact=False,
+            program=app,
+            launch_skip=skip,
+            kernel_name_base="demangled" if base else None,
+            replay_mode="application" if coop[i] else None,
         )
         if cmd not in seen_cmd:
             seen_cmd.add(cmd)

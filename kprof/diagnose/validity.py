@@ -17,10 +17,20 @@ negative utilisation) makes any verdict an artifact of the damage.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kprof import thresholds as th
 from kprof.kernel_model import KernelLaunch
 from kprof.model import Confidence, Diagnosis, Evidence, Subject, SubjectKind, Verdict
 from kprof.timeline_model import MEASURED_TABLES, TABLE_WORDS, DamagedRows, Timeline
+
+DAMAGED = "The data is damaged"
+"""How every diagnosis of damaged data begins (:func:`is_damaged` looks for it)."""
+
+
+def is_damaged(d: Diagnosis) -> bool:
+    """True for a diagnosis this module made: no verdict, because the data cannot be true."""
+    return d.verdict is Verdict.INCONCLUSIVE and d.bottleneck is None and d.headline.startswith(f"{DAMAGED}:")
 
 
 def _pct(x: float) -> str:
@@ -108,7 +118,7 @@ def damaged_timeline(tl: Timeline) -> Diagnosis | None:
         subject=Subject(kind=SubjectKind.CAPTURE, name=tl.source.rsplit("/", 1)[-1], device=tl.gpu_name()),
         bottleneck=None,
         verdict=Verdict.INCONCLUSIVE,
-        headline=f"The data is damaged: {'; '.join(parts)}; {verdict_words}.",
+        headline=f"{DAMAGED}: {'; '.join(parts)}; {verdict_words}.",
         evidence=tuple(evidence),
         mechanism="kprof measures the time the GPU is busy and attributes each idle gap to what the host did in "
         "it; rows whose times cannot be true leave holes in exactly that record (a missing kernel is an idle "
@@ -157,7 +167,7 @@ def damaged_launch(k: KernelLaunch) -> Diagnosis | None:
         ),
         bottleneck=None,
         verdict=Verdict.INCONCLUSIVE,
-        headline=f"The data is damaged: {k.name}'s {name} is {value:g}{unit}, which no measurement gives "
+        headline=f"{DAMAGED}: {k.name}'s {name} is {value:g}{unit}, which no measurement gives "
         f"({why}){others}; no verdict is built on this launch.",
         evidence=tuple(evidence),
         mechanism="Every rule reads the launch's SpeedOfLight and launch values; with one of them impossible (no "
@@ -169,4 +179,37 @@ def damaged_launch(k: KernelLaunch) -> Diagnosis | None:
     )
 
 
-__all__ = ["damaged_launch", "damaged_timeline"]
+def damaged_job(
+    job: str, ranks: Sequence[tuple[int, str, Sequence[Diagnosis]]], device: str | None = None
+) -> Diagnosis | None:
+    """The job's diagnosis when a rank's capture is damaged (``ranks``: rank, path, its diagnoses), or None.
+
+    A job verdict compares the ranks' steps; one rank's missing kernels would read as less compute
+    (a load imbalance) or as a straggler elsewhere, so no job verdict is built on a damaged rank.
+    """
+    bad = [(r, path, d) for r, path, ds in ranks for d in ds[:1] if is_damaged(d)]
+    if not bad:
+        return None
+    names = ", ".join(f"rank {r} ({path.rsplit('/', 1)[-1]})" for r, path, _ in bad[:4])
+    more = f" and {len(bad) - 4} more" if len(bad) > 4 else ""
+    r, _, d = bad[0]
+    return Diagnosis(
+        subject=Subject(kind=SubjectKind.JOB, name=job, ranks=len(ranks), device=device),
+        bottleneck=None,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"{DAMAGED}: the capture of {names}{more} holds rows that cannot be true; no job verdict "
+        "compares ranks when one of them is damaged.",
+        evidence=tuple(
+            Evidence(name=f"rank {r}: {e.name}", value=e.value, unit=e.unit, reference=e.reference)
+            for e in d.evidence[:3]
+        ),
+        mechanism="A job verdict compares the ranks' steps (compute, exposed collectives, waits); rows set aside "
+        "in one rank read as less compute there, which looks like a load imbalance or hides a straggler. "
+        f"Rank {r}: {d.headline.removeprefix(DAMAGED + ': ')}",
+        confidence=Confidence(value=0.9, would_raise="captures of every rank whose rows are all possible"),
+        next_step=f"Capture the job again (or take the ranks' original files); rank {r}'s own diagnosis below says "
+        "which rows are damaged.",
+    )
+
+
+__all__ = ["DAMAGED", "damaged_job", "damaged_launch", "damaged_timeline", "is_damaged"]

@@ -19,7 +19,8 @@ local_memory_spill             local-memory sectors ``memory_l2_theoretical_sect
                                of LDL/STL (or their executed count)
 atomic_contention              executed global atomics (ATOM/ATOMG/RED/REDG), ``inst_executed``
 warp_divergence                idle lane slots: 32 x ``inst_executed`` - ``thread_inst_executed``
-no_tensor_cores, compute_bound executed FP32/FP16/FP64 FMA/ADD/MUL (and MUFU for compute)
+no_tensor_cores, compute_bound executed FP32/FP16/FP64 FMA/ADD/MUL (and, for compute, MUFU and the
+                               integer instructions computing on loaded data: the SASS data flow)
 tensor_core_bound              executed MMA instructions
 instruction_bound              executed instructions that neither move data nor do FP math
 memory resources               L2 sectors of global + local accesses (L1: plus shared wavefronts)
@@ -39,6 +40,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kprof.diagnose.sass import dataflow
 from kprof.kernel_model import KernelLaunch, SassLine
 from kprof.model import Bottleneck, SourceLine
 
@@ -500,6 +502,13 @@ def attribute(
         values, notes = _divergence_values(lines)
         reasons = [""] * len(lines)
         quantity, detail = MEASURES[bottleneck].quantity, MEASURES[bottleneck].detail
+    elif bottleneck is B.COMPUTE_BOUND:
+        # the arithmetic the algorithm needs: FP math, special functions, and integer math on loaded data (a hash
+        # of a loaded key); index math from the thread index is not the kernel's work
+        data_pcs = dataflow(lines).int_data_pcs
+        values = [_compute(s) + (executed(s) if s.pc in data_pcs else 0.0) for s in lines]
+        reasons = [""] * len(lines)
+        quantity, detail = "executed arithmetic on the data (FP, MUFU, integer)", None
     elif bottleneck in MEASURES:
         m = MEASURES[bottleneck]
         values, reasons = [m.per_pc(s) for s in lines], [""] * len(lines)

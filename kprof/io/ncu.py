@@ -55,6 +55,7 @@ from typing import IO, Any
 
 from kprof.errors import KprofError, KprofInputError, MissingToolError, printable
 from kprof.kernel_model import KernelLaunch, KernelProfile, Metric, MetricValue, RuleResult, SassLine
+from kprof.lifetime import owned_tempdir, remove_stale_temporaries
 
 NCU_REP_MAGIC = b"NVR\x00"
 """First four bytes of every ``.ncu-rep`` (seen in reports of ncu 2023.1 and 2025.3)."""
@@ -480,6 +481,7 @@ def _read_report(p: str) -> KernelProfile:
 
 _WORKER = (
     "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+    "from kprof.lifetime import die_with_parent; die_with_parent(int(sys.argv[3])); "
     "from kprof.io.ncu import _serve; sys.exit(_serve(float(sys.argv[2])))"
 )
 WORKER_IDLE_S = 300.0
@@ -557,7 +559,14 @@ class _Reader:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process it logs
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER, json.dumps([str(x) for x in sys.path]), str(WORKER_IDLE_S)],
+                [
+                    sys.executable,
+                    "-c",
+                    _WORKER,
+                    json.dumps([str(x) for x in sys.path]),
+                    str(WORKER_IDLE_S),
+                    str(os.getpid()),  # it dies with this process (Linux), however this one ends
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self.log,
@@ -595,7 +604,8 @@ class _Reader:
         return self.log.read().decode("utf-8", "replace").splitlines()
 
     def load(self, p: str) -> KernelProfile:
-        with self.lock, tempfile.TemporaryDirectory(prefix="kprof-ncu-") as tmp:
+        remove_stale_temporaries()  # what killed runs left (once per process)
+        with self.lock, owned_tempdir("kprof-ncu-") as tmp:
             out = os.path.join(tmp, "result.pickle")
             for attempt in (1, 2):
                 if self.proc is None or self.proc.poll() is not None:

@@ -159,9 +159,12 @@ def test_stream_at_dram_roof_is_healthy_and_advice_is_less_work() -> None:
 
 
 def test_just_below_the_roof_is_not_healthy() -> None:
+    """DRAM at 79% while warps wait on loads (long_scoreboard): not at the roof, so not healthy, and not named
+    DRAM bound either: a level with spare bandwidth is not the limit, the bytes in flight are (latency)."""
     d = diag(mk({DRAM: 100 * th.HEALTHY_FRACTION_OF_PEAK - 1, L2: 70.0, MEM: 79.0, SOL: 20.0}))
     assert d.verdict is Verdict.FIX
-    assert d.bottleneck is B.DRAM_BANDWIDTH_BOUND
+    assert d.bottleneck is B.LATENCY_BOUND
+    assert d.evidence[0].metric == DRAM and d.evidence[0].value == 79.0
 
 
 def test_l2_saturated_by_a_dram_stream_is_named_dram() -> None:

@@ -371,7 +371,7 @@ def test_index_math_heavy_kernel_is_still_instruction_bound() -> None:
     )
     d = diag(mk({SOL: 90.0, MEM: 5.0, DRAM: 2.0, L2: 3.0, L1: 5.0}, sass=sass))
     assert d.bottleneck is B.INSTRUCTION_BOUND
-    assert any(e.metric == "sass:fp_arith_share" and e.value < 50 for e in d.evidence)
+    assert any(e.metric == "derived:work_inst_share" and e.value < 50 for e in d.evidence)
 
 
 # ----------------------------------------------------------------------------- 8. metrics that exist

@@ -122,7 +122,7 @@ def test_text_and_html_show_the_lines() -> None:
 # ------------------------------------------------------------------------------------ the blind gallery
 def _gallery() -> list[tuple[str, dict]]:
     out = []
-    for group in ("cuda", "lib"):
+    for group in ("cuda", "lib", "heldout"):
         p = VALIDATION / group / "labels.json"
         if not p.exists():
             continue

@@ -59,7 +59,7 @@ _KILLED_WHILE_WRITING = textwrap.dedent(
     import nbformat
     import kprof.report as report
 
-    def fake_execute(stage, parameters, workdir):
+    def fake_run(run, parameters, workdir, cwd=None):
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_markdown_cell("x" * 100000)]
         return nb
@@ -70,7 +70,7 @@ _KILLED_WHILE_WRITING = textwrap.dedent(
         time.sleep(60)
         real_fsync(fd)
 
-    report.execute_template = fake_execute
+    report.execute_run = fake_run
     os.fsync = slow_fsync
     report.build_report([sys.argv[1]], sys.argv[2], log=None)
     """
@@ -113,12 +113,12 @@ def test_report_whose_export_fails_keeps_the_old_one(tmp_path: Path, monkeypatch
 
     import kprof.report as report
 
-    def fake_execute(stage: str, parameters: dict, workdir: Path) -> object:
+    def fake_run(run: tuple, parameters: dict, workdir: Path, cwd: object = None) -> object:
         return nbformat.v4.new_notebook()
 
     out = tmp_path / "report.html"
     out.write_text("<!DOCTYPE html><html>old</html>")
-    monkeypatch.setattr(report, "execute_template", fake_execute)
+    monkeypatch.setattr(report, "execute_run", fake_run)
     real_replace = os.replace
 
     def no_replace(src: str, dst: str) -> None:

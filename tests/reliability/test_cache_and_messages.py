@@ -146,7 +146,9 @@ def test_template_parameters_parse_without_papermill_warnings(caplog: pytest.Log
         cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
         assert len(cells) == 1, t.name
         src = "".join(cells[0]["source"])
-        assigned = [ln.split("=")[0].strip() for ln in src.splitlines() if "=" in ln and not ln.startswith("#")]
+        assigned = [
+            ln.split("=")[0].strip() for ln in src.splitlines() if "=" in ln and not ln.startswith("#")
+        ]
         with caplog.at_level(logging.WARNING, logger="papermill"):
             caplog.clear()
             names = [p.name for p in PythonTranslator.inspect({"source": src})]

@@ -328,12 +328,18 @@ def test_impossible_ncu_metrics_through_the_api(tmp_path: Path) -> None:
     assert d.verdict.value == "inconclusive" and "device__attribute_multiprocessor_count" in d.headline
 
 
-def test_real_ncu_reports_have_no_impossible_values() -> None:
-    """No false alarm: the samples' and corpus's reports hold no value the check calls impossible
-    (the H200 samples do hold tiny negative percentages, down to -0.0134%, from ncu's own rounding)."""
+def test_real_ncu_reports_have_no_impossible_values(tmp_path: Path) -> None:
+    """No false alarm: the samples', validation galleries' and corpus's reports hold no value the check
+    calls impossible (the H200 samples do hold tiny negative percentages, down to -0.0134%, from ncu's
+    own rounding)."""
     files = sorted((SAMPLES / "ncu").glob("*"))
     if CORPUS.is_dir():
         files += sorted(CORPUS.rglob("*.ncu-rep")) + sorted(CORPUS.rglob("*.csv"))
+    for gz in sorted((REPO / "data" / "validation").rglob("*.ncu-rep.gz")) + sorted(
+        (REPO / "data" / "validation").rglob("*.csv.gz")
+    ):
+        files.append(tmp_path / gz.name.removesuffix(".gz"))
+        files[-1].write_bytes(gzip.decompress(gz.read_bytes()))
     n = 0
     for f in files:
         try:
@@ -343,7 +349,7 @@ def test_real_ncu_reports_have_no_impossible_values() -> None:
         for k in getattr(prof, "launches", ()):
             n += 1
             assert k.impossible_values() == (), (f.name, k.id, k.impossible_values())
-    assert n >= 15
+    assert n >= 40
 
 
 def test_two_launches_with_one_id_stay_two(tmp_path: Path) -> None:
@@ -449,3 +455,39 @@ def test_report_on_a_lone_surrogate_kernel_name(tmp_path: Path) -> None:
     _not_internal(res)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "k\ufffdx" in out.read_text(encoding="utf-8")
+
+
+def test_a_damaged_rank_gets_no_job_verdict(tmp_path: Path) -> None:
+    """Half of rank 0's kernels with an end before the start read as less compute on rank 0: the job
+    got `[fix] load_imbalance` (exit 0) from them."""
+    paths = []
+    for i in range(2):
+        tr = _trace(SAMPLES / "multirank" / f"ddp_rank{i}.json.gz")
+        if i == 0:
+            negative_dur(("kernel",), every=2)(tr["traceEvents"])
+        p = tmp_path / f"rank{i}.json"
+        p.write_text(json.dumps(tr))
+        paths.append(str(p))
+    intact = kprof.diagnose_job([str(SAMPLES / "multirank" / f"ddp_rank{i}.json.gz") for i in range(2)])[0]
+    assert intact.verdict.value != "inconclusive", intact.headline  # what the damage must not produce
+    res = _kprof("diagnose", "--json", *paths)
+    _not_internal(res)
+    job, *ranks = json.loads(res.stdout)["diagnoses"]
+    assert job["subject"]["kind"] == "job"
+    _damaged(job, "rank 0")
+    assert any(d["subject"]["name"].startswith("rank 0") and "damaged" in d["headline"] for d in ranks)
+
+
+def test_compare_measures_no_speedup_on_damaged_data(tmp_path: Path) -> None:
+    """A capture with half its kernels backwards compared with the intact one got `unchanged`, and an ncu
+    export with no SMs `unchanged` too: verdicts on data that cannot be true."""
+    half = kineto(GPU_BOUND_JSON, negative_dur(("kernel",), every=2))(tmp_path)
+    (tmp_path / "ncu").mkdir()
+    no_sms = NCU_CASES["raw-no-sms-no-waves"](tmp_path / "ncu")
+    for before, after in ((GPU_BOUND_JSON, half), (half, GPU_BOUND_JSON), (NCU_RAW_CSV, no_sms)):
+        res = _kprof("compare", "--json", str(before), str(after))
+        _not_internal(res)
+        assert res.returncode == 0, res.stderr
+        for c in json.loads(res.stdout)["comparisons"]:
+            assert c["verdict"] == "inconclusive" and c["speedup"] is None, (c["verdict"], c["speedup"])
+            assert any("damaged" in n for n in c["notes"]), c["notes"]

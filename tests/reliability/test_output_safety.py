@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.faults import unprivileged
-from tests.reliability.inputs import NCU_REP, NSYS_SQLITE
+from tests.reliability.inputs import NCU_REP, NSYS_SQLITE, SAMPLES
 from tests.reliability.runner import REPO, child_env
 
 _FAST_REPORT = textwrap.dedent(
@@ -39,13 +39,13 @@ _FAST_REPORT = textwrap.dedent(
     import kprof.report as report
     from kprof import cli
 
-    def fake_execute(stage, parameters, workdir):
+    def fake_run(run, parameters, workdir, cwd=None):
         print("NOTEBOOK RAN", file=sys.stderr, flush=True)
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_markdown_cell("kprof " + "x" * int(os.environ.get("FAKE_SIZE", "1000")))]
         return nb
 
-    report.execute_template = fake_execute
+    report.execute_run = fake_run
     if "UMASK" in os.environ:
         os.umask(int(os.environ["UMASK"], 8))
     sys.exit(cli.main(sys.argv[1:]))
@@ -144,7 +144,7 @@ def test_a_profile_under_an_html_name_is_never_overwritten(inputs: dict[str, Pat
     ("name", "content", "words"),
     [
         ("new.sqlite", None, ("named like a profile",)),
-        ("notes.txt", b"my notes\n", ("not an HTML file",)),
+        ("notes.txt", b"my notes\n", ("not an earlier kprof report",)),
         ("folder", "dir", ("is a directory",)),
     ],
 )
@@ -267,3 +267,51 @@ def test_a_new_report_follows_the_umask(inputs: dict[str, Path], tmp_path: Path)
     res = _report([str(inputs["sqlite"]), "-o", str(out)], UMASK="077")
     assert res.returncode == 0, res.stderr[-2000:]
     assert out.stat().st_mode & 0o777 == 0o600
+
+
+# ----------------------------------------------------------------------------- kprof export-trace
+
+
+def _export(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kprof", "export-trace", *args],
+        cwd=cwd,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("target", ["ncu-rep", "pytorch-trace", "fifo", "protected-trace"])
+def test_export_trace_never_destroys_a_file(inputs: dict[str, Path], tmp_path: Path, target: str) -> None:
+    """`kprof export-trace` wrote over another profile (-o k.ncu-rep), a PyTorch trace of the user's, a
+    device or pipe (os.replace swaps the node for a file), and a write-protected earlier trace."""
+    if target == "ncu-rep":
+        out, words = inputs["ncu"], ("never writes over a profile",)
+    elif target == "pytorch-trace":
+        out, words = tmp_path / "theirs.json.gz", ("never writes over a profile",)
+        shutil.copyfile(SAMPLES / "timeline" / "gpu_bound.json.gz", out)
+    elif target == "fifo":
+        out, words = tmp_path / "pipe.json.gz", ("not a regular file",)
+        os.mkfifo(out)
+    else:
+        out, words = tmp_path / "old.json.gz", ("write-protected",)
+        first = _export(str(inputs["sqlite"]), "-o", str(out), cwd=tmp_path)
+        assert first.returncode == 0, first.stderr
+        out.chmod(0o444)
+    before = None if target == "fifo" else _sha(out)
+    res = _export(str(inputs["sqlite"]), "-o", str(out), cwd=tmp_path)
+    _refused(res, out, *words)
+    if before is not None:
+        assert _sha(out) == before
+    else:
+        assert stat.S_ISFIFO(out.lstat().st_mode)
+
+
+def test_export_trace_replaces_its_own_earlier_trace(inputs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "t.json.gz"
+    for _ in range(2):
+        res = _export(str(inputs["sqlite"]), "-o", str(out), cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "t.json.gz"]
