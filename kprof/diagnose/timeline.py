@@ -365,6 +365,9 @@ class _Iterations:
     """How many leading iterations are warm-up (left out of the steady state); see :func:`_warmup_count`."""
     period_launches: int = 0
     """For iterations found in the GPU work itself (kind :data:`REPEATED_WORK`), the loop's period in launches."""
+    last_marked_end: int = 0
+    """Where the last iteration's own range ends (0: no range, iterations found in the GPU work): the
+    windows run start to next start, the last one a median period at least."""
 
     def __len__(self) -> int:
         return len(self.windows[0])
@@ -522,6 +525,8 @@ def _iterations(tl: Timeline) -> _Iterations:
     """
     its = _marked_iterations(tl)
     s, e = its.windows
+    if len(s):
+        its.last_marked_end = int(e[-1])
     if len(s) >= 2:
         period = int(np.median(np.diff(s)))
         ends = np.concatenate((s[1:], [max(int(e[-1]), int(s[-1]) + period)])).astype(np.int64)
@@ -649,7 +654,10 @@ def _iteration_window(
     lo = int(s[its.warmup])
     period = int(np.median(np.diff(s)))
     last = max(int(e.max()), int(s[-1]) + period)
-    hi = min(cap_hi, max(lo, _drain_end(gpu, api, index, last)))
+    # the last iteration's work is what was launched up to one period after its start; the window reaches
+    # past that work's end only as far as the last range itself does (idle host time beyond both is
+    # after the loop, not a gap of it)
+    hi = min(cap_hi, max(lo, _drain_end(gpu, api, index, last, floor=its.last_marked_end or int(s[-1]))))
     return lo, hi
 
 
@@ -732,10 +740,10 @@ def _api_free(api: ApiTable, launch_m: np.ndarray, lo: int, hi: int) -> Pair:
     return np.concatenate(out_s), np.concatenate(out_e)
 
 
-def _drain_end(gpu: _Gpu, api: ApiTable, index: _CorrIndex, hi: int) -> int:
+def _drain_end(gpu: _Gpu, api: ApiTable, index: _CorrIndex, hi: int, floor: int | None = None) -> int:
     """When the GPU finishes the work issued before ``hi``: the end of every GPU op that started before
-    ``hi`` or whose launch call (by correlation id) did."""
-    best = hi
+    ``hi`` or whose launch call (by correlation id) did; at least ``floor`` (default ``hi``)."""
+    best = hi if floor is None else floor
     for s, e, corr in gpu.stream():
         early = s < hi
         if early.any():
