@@ -67,7 +67,9 @@ def test_language_matches_the_blind_label(group: str, entry: dict) -> None:
 CUDA_ONLY = re.compile(
     r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|mma\.sync|-Xptxas|__launch_bounds__"
 )
-WRITES_KERNEL_CODE = re.compile(r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|-Xptxas|__launch_bounds__")
+WRITES_KERNEL_CODE = re.compile(
+    r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|-Xptxas|__launch_bounds__"
+)
 TRITON_WORDS = re.compile(r"\btl\.|BLOCK|num_warps|num_stages|input_precision|program")
 PYTORCH_WORDS = re.compile(r"torch|PyTorch")
 
@@ -219,9 +221,18 @@ def test_kernel_without_anything_is_unknown_and_gets_cuda_wording() -> None:
     ("display", "language"),
     [
         # ATen kernels as a CSV export names them (namespace dropped): the family or ATen's argument types tell
-        ("void tensor_kernel_scan_innermost_dim<float, plus<float>>(T1 *, const T1 *, unsigned int)", "pytorch"),
-        ("void radixSortKVInPlace<2, (int)-1, 32, 32, float, long, unsigned int>(TensorInfo<T5, T7>, T7)", "pytorch"),
-        ("void gatherTopK<float, unsigned int, 2>(at::cuda::detail::TensorInfo<const float, unsigned int>)", "pytorch"),
+        (
+            "void tensor_kernel_scan_innermost_dim<float, plus<float>>(T1 *, const T1 *, unsigned int)",
+            "pytorch",
+        ),
+        (
+            "void radixSortKVInPlace<2, (int)-1, 32, 32, float, long, unsigned int>(TensorInfo<T5, T7>, T7)",
+            "pytorch",
+        ),
+        (
+            "void gatherTopK<float, unsigned int, 2>(at::cuda::detail::TensorInfo<const float, unsigned int>)",
+            "pytorch",
+        ),
         # a mangled name in ATen's namespace
         ("_ZN2at6native13reduce_kernelILi512ELi1EEEvT1_", "pytorch"),
         # user kernels with scan/sort in their names stay unknown: the name alone is not ATen's family
