@@ -1002,7 +1002,9 @@ def _resource(c: Context) -> Text:
         return _healthy(c)
     if c.lang in (L.TRITON, L.INDUCTOR) and "tl.dot" in c.source:
         warps = (c.k.threads_per_block or 0) // 32
-        grouped = bool(re.search(r"GROUP_SIZE|GROUP_M\b|group_id|pid_m\s*=\s*first_pid_m", strip_comments(c.source)))
+        grouped = bool(
+            re.search(r"GROUP_SIZE|GROUP_M\b|group_id|pid_m\s*=\s*first_pid_m", strip_comments(c.source))
+        )
         return mech, (
             "The tiles are too small to reuse what they load: each operand is re-read from L2 for every small "
             + (f"tile (this launch: num_warps={warps}). " if warps else "tile. ")

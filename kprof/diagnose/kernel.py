@@ -1366,7 +1366,9 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
     # like by like: with per-instruction counters, the loads' ideal is ncu's ideal wavefronts of the shared load
     # instructions (LDS, LDSM: an ldmatrix.x4 needs 4) over those instructions, not a width average
     pc_ld_ideal = sum(
-        float(sl.counters.get(SHARED_WAVEFRONTS_IDEAL) or 0.0) for sl in k.sass if sl.mnemonic in ("LDS", "LDSM")
+        float(sl.counters.get(SHARED_WAVEFRONTS_IDEAL) or 0.0)
+        for sl in k.sass
+        if sl.mnemonic in ("LDS", "LDSM")
     )
     if pc_ld_ideal > 0 and rq_ld:
         i_ld = max(1.0, pc_ld_ideal / rq_ld)

@@ -216,7 +216,9 @@ def _line_xu(lines: Sequence[SassLine], file: str | None, line: int | None) -> l
     line's division chain)."""
     if not file or not line:
         return []
-    return [s for s in lines if s.file == file and s.line == line and s.mnemonic == "MUFU" and executed(s) > 0]
+    return [
+        s for s in lines if s.file == file and s.line == line and s.mnemonic == "MUFU" and executed(s) > 0
+    ]
 
 
 def _xu_chain(group: Sequence[SassLine]) -> str:
