@@ -287,10 +287,17 @@ _ENTRIES: dict[str, _Entry] = {
         "The FP32/FP64/INT pipes are the saturated unit.",
         "A compute pipe is the highest SpeedOfLight unit at or above LATENCY_BOUND_FRACTION of its peak; at "
         "HEALTHY_FRACTION_OF_PEAK doing work the algorithm needs, the kernel is healthy. The integer pipes (ALU, "
-        "IMAD) count when most executed integer instructions compute on loaded data (a hash, bit manipulation), "
-        "as the SASS data flow shows; integer math on the thread index is overhead (instruction_bound).",
-        "Do less arithmetic (algebraic simplification, lower precision), or move matrix work to tensor cores.",
-        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        "IMAD) count when at least INT_WORK_DATA_MAJORITY of the executed integer instructions compute on loaded "
+        "data (a hash, bit manipulation) and they are at least INT_WORK_MIN_SHARE of what executes, as the SASS "
+        "data flow shows; integer math on the thread index is overhead (instruction_bound).",
+        "Do less arithmetic (algebraic simplification, lower precision, 32-bit integer math where the values fit), "
+        "or move matrix work to tensor cores.",
+        (
+            "HEALTHY_FRACTION_OF_PEAK",
+            "LATENCY_BOUND_FRACTION",
+            "INT_WORK_DATA_MAJORITY",
+            "INT_WORK_MIN_SHARE",
+        ),
         _KERNEL,
     ),
     "tensor_core_bound": _Entry(

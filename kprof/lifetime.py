@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fcntl
 import os
 import shutil
 import signal
@@ -29,6 +28,11 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no flock, so nothing is ever taken for stale
+    fcntl = None  # type: ignore[assignment]
 
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal this process gets when its parent ends (Linux)."""
@@ -63,8 +67,10 @@ def die_with_parent(parent: int | None = None) -> None:
 def _try_lock(path: Path) -> bool | None:
     """True when an exclusive lock on ``path`` can be taken now (its owner is gone), False when a live
     process holds it, None when it cannot be told (no such file, no flock on this file system)."""
+    if fcntl is None:
+        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:
@@ -78,8 +84,9 @@ def _try_lock(path: Path) -> bool | None:
 
 def hold(fd: int) -> None:
     """Mark the open file ``fd`` as owned by this process for as long as it is open (best effort)."""
-    with contextlib.suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 @contextlib.contextmanager

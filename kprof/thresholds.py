@@ -246,6 +246,19 @@ SMALL_GRID_ACTIVE_SM_FRACTION = 0.80
 """A grid is too small when the SMs are busy less than 80% of the elapsed time on average
 (sm__cycles_active.avg / elapsed) and the grid has fewer blocks than SMs x resident blocks."""
 
+TENSOR_FIX_TARGET_FRACTION = 0.50
+"""What a first tensor-core version of FP32-pipe matrix work is expected to reach: about half the tensor peak of the
+input type (the tensor-pipe expectation of no_tensor_cores, and its duration target: FLOPs at this fraction of the
+peak, so the two agree). Measured: a register-operand mma.sync loop reaches 59.9% of the BF16 dense peak at a 90%
+busy pipe (data/validation/cuda/mma_full_grid); wmma tiles fed from shared memory and Triton's tl.dot at default
+settings sit below that loop, cuBLAS at 75-90% above it."""
+
+SMALL_GRID_TARGET_SM_BUSY = 0.90
+"""What a grid that fills the GPU reaches: SMs busy about 90% of the elapsed cycles (launch ramp and the last
+blocks keep it below 100%). Measured: the same mma_bf16_loop on 528 blocks keeps the SMs busy 94.3% of the time
+(data/validation/cuda/mma_full_grid), against 5.4% on 8 blocks. The small-grid target duration is the busy time
+spread at this fraction: ``d x busy / 0.9``."""
+
 MATRIX_LIKE_FFMA_SHARE = 0.10
 """FP32 work can be matrix work only when FFMA is >= 10% of the executed (or listed) instructions: a GEMM's
 inner loop is FFMA plus operand loads and loop bookkeeping. A naive SGEMM issues about six instructions per
@@ -293,6 +306,16 @@ FP_HEAVY_SHARE = 0.5
 """A kernel is FMA-heavy when FP arithmetic is at least half of its executed instructions: its issue slots
 carry the math it must do (a cuBLAS SGEMM issues ~80% FFMA), so a busy SM is compute-bound, not
 instruction-bound ("most instructions are overhead" would be false)."""
+
+INT_WORK_DATA_MAJORITY = 0.5
+"""The integer pipes (ALU, IMAD) do the algorithm's work, not index math, when at least half of the executed integer
+instructions have an operand computed from loaded data (SASS data flow): a majority, by definition."""
+
+INT_WORK_MIN_SHARE = FP_HEAVY_SHARE / 2
+"""...and those instructions are at least a quarter of all executed ones (half of FP_HEAVY_SHARE: a kernel whose
+other half is loads and stores still counts). Measured on the galleries: the 64-bit hash mix64_rounds 0.92, the
+shared-memory histograms 0.47, hash_probe 0.42, digit_histogram 0.57; index-math and streaming kernels 0.00-0.16
+(stencil5_smem 0.16, torch_index_select_random 0.19 of address math from loaded indices, tree_reduce_sync 0.07)."""
 
 DEPENDENT_LOAD_SHARE = 0.5
 """When at least half of the excess global sectors (or, without ncu's per-instruction counts, of the executed
