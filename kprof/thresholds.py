@@ -89,6 +89,14 @@ which the launching threads made no CUDA call. Dispatching one operator issues i
 Python traces); 1 ms without any CUDA call is ~7x the slowest of those, so the host was doing something
 other than issuing GPU work (data loading, preprocessing, Python logic, communication)."""
 
+QUEUED_WAIT_MIN_NS = 1_000_000
+"""An idle gap is the GPU waiting on a device-side dependency (an event of another stream, another GPU or
+process), not on the host, when the work that ends it was launched early in the gap and then sat in the
+queue of the idle GPU for most of the gap and at least 1 ms. From a launch call's return to its kernel's
+start takes 2-10 us of launch latency (LAUNCH_LATENCY_PERCENTILE: 6-8 us at the 1st percentile on the H200
+samples): 1 ms queued is over 100x that. Seen in the corpus's sampled 128-rank job (HTA
+timeline_analysis rank 0): a kernel launched 0.4 ms into a 56.6 ms gap started only at its end."""
+
 GPU_SHARE_OVER_CAUSE = 2.0
 """Below GPU_BOUND_BUSY_FRACTION, the kernels still lead (``gpu_bound``) when they hold more than half of
 the steady state (DOMINANT_SHARE) and at least twice the time of the largest idle cause: shares decide.
@@ -237,6 +245,19 @@ latency rule) while the top stalls are latency stalls (long/short scoreboard, wa
 SMALL_GRID_ACTIVE_SM_FRACTION = 0.80
 """A grid is too small when the SMs are busy less than 80% of the elapsed time on average
 (sm__cycles_active.avg / elapsed) and the grid has fewer blocks than SMs x resident blocks."""
+
+TENSOR_FIX_TARGET_FRACTION = 0.50
+"""What a first tensor-core version of FP32-pipe matrix work is expected to reach: about half the tensor peak of the
+input type (the tensor-pipe expectation of no_tensor_cores, and its duration target: FLOPs at this fraction of the
+peak, so the two agree). Measured: a register-operand mma.sync loop reaches 59.9% of the BF16 dense peak at a 90%
+busy pipe (data/validation/cuda/mma_full_grid); wmma tiles fed from shared memory and Triton's tl.dot at default
+settings sit below that loop, cuBLAS at 75-90% above it."""
+
+SMALL_GRID_TARGET_SM_BUSY = 0.90
+"""What a grid that fills the GPU reaches: SMs busy about 90% of the elapsed cycles (launch ramp and the last
+blocks keep it below 100%). Measured: the same mma_bf16_loop on 528 blocks keeps the SMs busy 94.3% of the time
+(data/validation/cuda/mma_full_grid), against 5.4% on 8 blocks. The small-grid target duration is the busy time
+spread at this fraction: ``d x busy / 0.9``."""
 
 MATRIX_LIKE_FFMA_SHARE = 0.10
 """FP32 work can be matrix work only when FFMA is >= 10% of the executed (or listed) instructions: a GEMM's

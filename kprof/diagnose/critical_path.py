@@ -648,7 +648,17 @@ def critical_paths(tl: Timeline, *, max_steps: int | None = None) -> CriticalPat
     linked = np.flatnonzero(st.gpu_end_ns >= 0)
     if len(linked) < 2:
         return CriticalPathSummary(label=st.label, paths=(), notes=("no GPU work linked to the iterations",))
-    exclude = set(zip(st.host_start_ns.tolist(), st.host_end_ns.tolist(), strict=True))
+    # the ranges that mark the iterations name no host time when they are the loop itself (they hold most of
+    # its launches: a profiler step, an NVTX 'step'); a marker that issues none (the DataLoader's __next__)
+    # is what the host runs and keeps its name. The steps run start to next start: match the ranges as marked.
+    from kprof.diagnose.intervals import containing, union
+    from kprof.diagnose.timeline import _marked_iterations
+
+    marked = _marked_iterations(tl).windows
+    launches = tl.api.start_ns[tl.api.category == int(ApiCategory.LAUNCH)] if len(tl.api) else np.zeros(0)
+    in_marks = int(np.count_nonzero(containing(union(*marked), launches) >= 0)) if len(launches) else 0
+    loop = not len(launches) or in_marks >= th.DOMINANT_SHARE * len(launches)
+    exclude = set(zip(marked[0].tolist(), marked[1].tolist(), strict=True)) if loop else set()
     idx = _build(tl, exclude)
     # the step ends with the last-ending GPU item launched from it
     api = tl.api

@@ -743,10 +743,65 @@ def _tensor_core(c: Context) -> Text:
     if c.lang is L.LIBRARY and "Flash" in (c.origin.library or ""):
         return mech, (
             "This is SDPA's FlashAttention-2 kernel (mma.sync based): on Hopper try the cuDNN backend "
-            "(`with torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION):`), which uses wgmma/TMA, and keep "
-            "head_dim a multiple of 64 with bf16/fp16 inputs."
+            "(`with torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION):`), which uses wgmma/TMA"
+            + _flash_shape_advice(c)
         )
     return mech, None
+
+
+_BRA_TARGET = re.compile(r"\bBRA\b[^0-9]*0x([0-9a-fA-F]+)")
+_FOR_BOUND = re.compile(r"\bfor\s*\([^;]*;\s*\w+\s*<=?\s*([A-Za-z_][\w.>-]*)\s*;")
+
+
+def has_loop(k: KernelLaunch) -> bool:
+    """True when the SASS holds a backward branch (a ``BRA`` to a lower address that executed, when counted): the
+    kernel has a loop, so pipelining across iterations (num_stages, cp.async stages) can apply."""
+    for s in k.sass:
+        hit = _BRA_TARGET.search(s.text) if s.mnemonic == "BRA" else None
+        if hit is not None and int(hit.group(1), 16) < s.pc and s.counters.get("inst_executed", 1.0) > 0:
+            return True
+    return False
+
+
+def hot_loop(k: KernelLaunch) -> tuple[int, str, str] | None:
+    """The most executed loop of the kernel whose trip count is a run-time bound: (line, text, bound) of the
+    ``for`` line that the hottest backward branch (a ``BRA`` to a lower address) maps to, when its bound is not the
+    thread or block index (a loop each thread runs serially, whose iterations more blocks could share); None
+    without per-PC counters, line info or such a loop."""
+    best: tuple[float, int, str] | None = None
+    for s in k.sass:
+        if s.mnemonic != "BRA" or not s.line or not s.file:
+            continue
+        hit = _BRA_TARGET.search(s.text)
+        n = s.counters.get("inst_executed") or 0.0
+        if hit is None or int(hit.group(1), 16) >= s.pc or n <= 0:
+            continue
+        text = k.source_line(s.file, s.line).strip()
+        if best is None or n > best[0]:
+            best = (float(n), s.line, text)
+    if best is None:
+        return None
+    m = _FOR_BOUND.search(best[2])
+    if m is None or re.search(r"threadIdx|blockIdx|blockDim|gridDim", m.group(1)):
+        return None
+    return best[1], best[2], m.group(1)
+
+
+_FLASH_HEAD_DIM = re.compile(r"Flash_(?:fwd|bwd)_kernel_traits<\(int\)(\d+)")
+
+
+def _flash_shape_advice(c: Context) -> str:
+    """The shape advice for a FlashAttention launch, only where it can apply: head_dim a multiple of 64 when the
+    kernel's template says it is not (``Flash_fwd_kernel_traits<(int)kHeadDim, ...>``), more heads or sequences per
+    call when the grid does not fill the GPU. Ends the sentence."""
+    out = []
+    m = _FLASH_HEAD_DIM.search(c.k.display_name)
+    if m is None or int(m.group(1)) % 64:
+        out.append("keep head_dim a multiple of 64 with bf16/fp16 inputs")
+    sms = c.k.device_attributes.get("multiprocessor_count")
+    if c.k.blocks is not None and isinstance(sms, int | float) and c.k.blocks < 2 * sms:
+        out.append("batch more heads or sequences per call (the grid does not fill the GPU twice over)")
+    return (", and " + ", and ".join(out) + ".") if out else "."
 
 
 def _grid(c: Context) -> Text:
@@ -754,16 +809,45 @@ def _grid(c: Context) -> Text:
     target = c.evidence_reference("launch__grid_size")
     n = f"{int(blocks)} blocks" if blocks else "this few blocks"
     want = f"at least {int(target)}" if target else "a few per SM"
+    if c.is_cuda and blocks and target:
+        loop = hot_loop(c.k)
+        if loop is not None and re.search(r"gridDim", loop[1]):
+            return "", (
+                f"The loop on line {loop[0]} (`{_clip(loop[1])}`) already strides by the grid, so the work spreads "
+                f"over however many blocks are launched: launch {want} blocks (the resident blocks per SM "
+                "from cudaOccupancyMaxActiveBlocksPerMultiprocessor, times the SM count) instead of "
+                f"{int(blocks)}."
+            )
+        if loop is not None:
+            line, text, bound = loop
+            ratio = max(2, -(-int(target) // int(blocks)))
+            return "", (
+                f"Split the loop on line {line} (`{_clip(text)}`) across {ratio}x as many blocks: launch "
+                f"{int(blocks) * ratio} blocks, give each block `{bound} / {ratio}` of the iterations (block "
+                f"`blockIdx.x % {ratio}` takes its slice), and add the partial results at the end (an atomicAdd into "
+                "the output, or a second small kernel that sums them). Alternatively, a grid-stride loop over the "
+                "iterations sized from the SM count."
+            )
     if c.lang in (L.TRITON, L.INDUCTOR):
         return "", (
             f"The launch grid gives {n}: use smaller BLOCK sizes so there are more programs ({want}), or split the "
             "reduced dimension across programs (split-K with tl.atomic_add, or a second pass)."
         )
     if c.lang is L.PYTORCH:
+        name = c.k.display_name
+        if re.search(r"SoftMax|softmax|LogSoftMax", name):
+            return "", (
+                f"PyTorch's softmax gives each row one block, so {n} means {int(blocks) if blocks else 'few'} rows: "
+                "a row this long needs a kernel that splits it across blocks. torch.compile can (Inductor splits the "
+                "max and sum reductions of a long row across blocks, then combines them), or write "
+                "the two-pass (online) softmax yourself; if several such softmaxes run, one call over the stacked "
+                "inputs gives more rows per launch."
+            )
         return "", (
-            f"The op launches {n} because its shape gives little parallel work (for example a reduction over few "
-            "long rows): batch several calls into one (stack the inputs), reshape so more rows run in parallel, or "
-            "fuse it with its neighbours under torch.compile."
+            f"The op launches {n} because its shape gives little parallel work (a reduction over few long rows, "
+            "a small tensor): torch.compile splits long reductions across blocks (a split reduction), and if the "
+            "same op runs on several tensors of this shape, one call over the stacked inputs gives each launch "
+            "more blocks."
         )
     if c.lang is L.LIBRARY:
         return "", (
@@ -853,9 +937,18 @@ def _latency(c: Context) -> Text:
             "traversal order)."
         )
     if c.lang in (L.TRITON, L.INDUCTOR):
+        warps = (c.k.threads_per_block or 0) // 32
+        now = (
+            f" (this launch: num_warps={warps}, {c.k.threads_per_block} threads per program)" if warps else ""
+        )
         return mech, (
-            "Each program moves too few bytes to hide memory latency: raise BLOCK (1024-4096 elements with "
-            "num_warps=4-8, so each thread issues several 16-byte loads) and pipeline loops with num_stages >= 3."
+            f"Each program moves too few bytes to hide memory latency{now}: raise BLOCK to 1024-4096 elements "
+            "with num_warps=4-8, so each thread issues several 16-byte loads and far fewer programs are launched"
+            + (
+                "; the loop can also keep loads in flight across iterations with num_stages >= 3."
+                if has_loop(c.k)
+                else "."
+            )
         )
     if c.lang is L.PYTORCH:
         return mech, (
@@ -908,10 +1001,20 @@ def _resource(c: Context) -> Text:
     if c.d.verdict is Verdict.HEALTHY:
         return _healthy(c)
     if c.lang in (L.TRITON, L.INDUCTOR) and "tl.dot" in c.source:
+        warps = (c.k.threads_per_block or 0) // 32
+        grouped = bool(
+            re.search(r"GROUP_SIZE|GROUP_M\b|group_id|pid_m\s*=\s*first_pid_m", strip_comments(c.source))
+        )
         return mech, (
             "The tiles are too small to reuse what they load: each operand is re-read from L2 for every small "
-            "tile. Use BLOCK_M=128, BLOCK_N=128-256, BLOCK_K=64 with num_warps=4-8 and num_stages=3, and group "
-            "programs along M (GROUP_M) for L2 reuse; Triton then emits wgmma on sm_90."
+            + (f"tile (this launch: num_warps={warps}). " if warps else "tile. ")
+            + "Use BLOCK_M=128, BLOCK_N=128-256, BLOCK_K=64 with num_warps=4-8 and num_stages=3"
+            + (
+                "; the programs are already grouped along M, which pays once the tiles are large"
+                if grouped
+                else ", and group programs along M (GROUP_M) for L2 reuse"
+            )
+            + "; Triton then emits wgmma on sm_90."
         )
     if c.lang in (L.TRITON, L.INDUCTOR):
         return (
@@ -953,9 +1056,22 @@ def _healthy(c: Context) -> Text:
             if compute and mma is not None and mma.dtype in ("fp16", "bf16") and (c.sm or 0) >= 89
             else ""
         )
-        return "", (
-            f"{c.origin.library or 'The library'} runs this call at its roof; to go faster {less}: fewer or "
-            f"smaller calls, batched calls, skipped work{lower}."
+        sms = c.k.device_attributes.get("multiprocessor_count")
+        small = c.k.blocks is not None and isinstance(sms, int | float) and c.k.blocks < sms
+        mech = ""
+        if compute and mma is not None:
+            tma = any(x.mnemonic in ("UTMALDG", "UBLKCP") for x in c.k.sass)
+            mech = (
+                f"It issues {c.where[0].instruction}"
+                + (" fed by TMA (UTMALDG) loads" if tma else "")
+                + (f" on a {c.k.blocks}-block grid" if c.k.blocks else "")
+                + ": the fastest matrix instruction this GPU has for these inputs, kept busy."
+            )
+        return mech, (
+            f"{c.origin.library or 'The library'} runs this call at its roof; to go faster {less}: skip work the "
+            "result does not need (fewer or smaller calls)"
+            + (", or batch small calls into one (this grid does not fill the GPU)" if small else "")
+            + f"{lower}."
         )
     if c.lang in (L.TRITON, L.INDUCTOR):
         if compute:
@@ -1004,8 +1120,7 @@ def localized_text(c: Context) -> Text:
             "This is SDPA's FlashAttention-2 kernel"
             + (", built on mma.sync (HMMA), below Hopper's wgmma rate" if hmma and (c.sm or 0) >= 90 else "")
             + ": try the cuDNN attention backend (`with torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION):`), "
-            "which uses wgmma and TMA on sm_90, keep head_dim a multiple of 64 with bf16/fp16 inputs, and batch "
-            "more heads or sequences per call."
+            "which uses wgmma and TMA on sm_90" + _flash_shape_advice(c)
         )
     if fix is None and c.lang is L.LIBRARY:
         fix = (

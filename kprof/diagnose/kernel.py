@@ -34,7 +34,11 @@ from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose.localize import localized
 from kprof.diagnose.roofline import (
+    ALU_PIPE_METRICS,
     COMPUTE_SOL,
+    FMA_PIPE_METRICS,
+    FMAHEAVY_PIPE_METRICS,
+    FP64_PIPE_METRICS,
     MEMORY_SOL,
     SOL_LEVEL_METRICS,
     TENSOR_PIPE_METRICS,
@@ -43,7 +47,7 @@ from kprof.diagnose.roofline import (
     roofline,
     sm_active_fraction,
 )
-from kprof.diagnose.sass import Dataflow, SassSummary, analyze_sass, dataflow
+from kprof.diagnose.sass import Dataflow, SassSummary, access_bytes, analyze_sass, dataflow
 from kprof.diagnose.validity import damaged_launch
 from kprof.kernel_model import KernelLaunch, KernelProfile
 from kprof.model import (
@@ -71,6 +75,10 @@ GST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
 SLD_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
 SST_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
 SLD_REQUESTS = ("smsp__sass_inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_ld.sum")
+LDSM_REQUESTS = ("smsp__inst_executed_op_ldsm.sum", "smsp__sass_inst_executed_op_ldsm.sum")
+"""ldmatrix (LDSM) instructions: their wavefronts are counted in the shared *load* wavefronts
+(``..._mem_shared_op_ld``), but not in the shared-load instruction counts, so a load's wavefronts per request divide
+by both (like by like)."""
 SST_REQUESTS = ("smsp__sass_inst_executed_op_shared_st.sum", "smsp__inst_executed_op_shared_st.sum")
 SLD_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 SST_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
@@ -89,6 +97,13 @@ LST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
 L1_SECTORS = "l1tex__t_sectors.sum"
 GATOM_REQUESTS = ("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",)
 GRED_REQUESTS = ("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",)
+L2_ATOMIC_REQUESTS = (
+    "lts__t_requests_srcunit_tex_op_red.sum",
+    "lts__t_requests_srcunit_tex_op_atom_dot_alu.sum",
+    "lts__t_requests_srcunit_tex_op_atom_dot_cas.sum",
+)
+"""Atomic and reduction operations the L2 slices apply (one per active lane's address at a warp's RED/ATOM: the L1
+forwards a warp's same-address updates one by one). A warp that reduces first sends one."""
 L2_READ_HIT_RATE = "lts__t_sector_op_read_hit_rate.pct"
 ATOMIC_SLICE_MAX = "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"
 ATOMIC_SLICE_AVG = "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"
@@ -142,7 +157,8 @@ DERIVED: dict[str, str] = {
         "instruction's width and active lanes)"
     ),
     "derived:shared_wavefronts_per_request": "(shared ld + st wavefronts) / (shared ld + st instructions)",
-    "derived:shared_load_wavefronts_per_request": f"{SLD_WAVEFRONTS} / shared load instructions",
+    "derived:shared_load_wavefronts_per_request": f"{SLD_WAVEFRONTS} / shared load instructions (LDS and LDSM: "
+    "the wavefronts count both)",
     "derived:shared_store_wavefronts_per_request": f"{SST_WAVEFRONTS} / shared store instructions",
     "derived:l1_wavefronts_per_lsu_request": (
         "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed / "
@@ -151,6 +167,8 @@ DERIVED: dict[str, str] = {
     "derived:local_memory_sectors": f"{LLD_SECTORS} + {LST_SECTORS}",
     "derived:local_sector_share": "local sectors / (global + local sectors at L1)",
     "derived:global_atomic_requests": "global atom + red requests at L1",
+    "derived:l2_atomic_requests": "L2 atomic + reduction requests from the SMs: "
+    + " + ".join(L2_ATOMIC_REQUESTS),
     "derived:sm_active_fraction": f"{SM_ACTIVE} / elapsed SM cycles",
     "derived:sm_active_pct": f"100 x {SM_ACTIVE} / elapsed SM cycles (% of the time the SMs are busy)",
     "derived:tail_wave_efficiency": f"{WAVES} / ceil({WAVES})",
@@ -158,6 +176,7 @@ DERIVED: dict[str, str] = {
     "derived:fp32_tflops": "FP32 FLOP/s: (fadd + fmul + 2 x ffma) thread instructions per second / 1e12",
     "derived:fp32_utilization": "% of peak: achieved FP32 FLOP/s / peak (roofline), or the FMA pipe's elapsed-cycle use",
     "derived:fp32_flop_per_dram_byte": "FP32 FLOP/s / DRAM bytes/s (fadd + fmul + 2 x ffma)",
+    "derived:tensor_tflops": "tensor-core FLOP/s / 1e12 (the roofline's tensor FLOP count over the duration)",
     "derived:tensor_utilization": "% of peak: tensor pipe's elapsed-cycle use, or tensor FLOP/s / peak",
     "derived:fp64_utilization": "% of peak: FP64 pipe's elapsed-cycle use, or FP64 FLOP/s / peak",
     "derived:xu_utilization": "% of peak: the XU pipe's elapsed-cycle use, counted as work only when the SASS shows "
@@ -303,6 +322,7 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
         "derived:local_memory_sectors": lambda: _sum_present(k, (LLD_SECTORS, LST_SECTORS)),
         "derived:local_sector_share": lambda: _local_share(k),
         "derived:global_atomic_requests": lambda: _sum_present(k, GATOM_REQUESTS + GRED_REQUESTS),
+        "derived:l2_atomic_requests": lambda: _sum_present(k, L2_ATOMIC_REQUESTS),
         "derived:sm_active_fraction": lambda: sm_active_fraction(k),
         "derived:sm_active_pct": lambda: _times100(sm_active_fraction(k)),
         "derived:tail_wave_efficiency": lambda: _tail_efficiency(k.value(WAVES)),
@@ -315,6 +335,9 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
     if name == "derived:fp32_tflops":
         fl = roof.flops.get("fp32")
         return fl / 1e12 if fl is not None else None
+    if name == "derived:tensor_tflops":
+        tl = roof.flops.get("tensor")
+        return tl / 1e12 if tl is not None else None
     if name == "derived:fp32_flop_per_dram_byte":
         return _ratio(roof.flops.get("fp32"), roof.bytes_per_s.get("dram"))
     if name == "derived:work_inst_share":
@@ -375,6 +398,7 @@ def _shared_requests(k: KernelLaunch, *ops: str) -> float | None:
         h
         for h in (
             _first(k, SLD_REQUESTS) if "ld" in ops else None,
+            _first(k, LDSM_REQUESTS) if "ld" in ops else None,
             _first(k, SST_REQUESTS) if "st" in ops else None,
             _first(k, SATOM_REQUESTS) if "atom" in ops else None,
         )
@@ -853,7 +877,7 @@ class _Mech:
     """The unit the fix moves the work to (``"tensor"``), for the floor of the predicted duration."""
 
 
-def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None) -> float | None:
+def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: float = 1.0) -> float | None:
     """The shortest duration (ns) physics allows this kernel's work, or None when the report cannot say.
 
     The larger of: the bytes that must cross DRAM over the DRAM peak, and each precision's FLOPs over the peak
@@ -870,6 +894,12 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None) -> float | Non
     ...     "dram__bytes.sum.peak_sustained": Metric(1500.0), "dram__cycles_elapsed.avg.per_second": Metric(2.0e9)})
     >>> kernel_floor_ns(k)
     1000.0
+
+    ``fraction`` < 1 gives the shortest *reachable* duration: the bytes and FLOPs at that fraction of their peaks
+    (a target for a fix is set at the healthy roof, HEALTHY_FRACTION_OF_PEAK, never at 100% of a peak no code
+    reaches). When the fix keeps the instruction (``fix_unit`` None), matrix (and FP64) work stays on its pipe:
+    it needs at least the pipe's measured busy time at 100% (``d x`` the pipe's elapsed utilisation), whatever the
+    peak of a faster instruction (an mma.sync kernel never reaches the HGMMA peak by launching more blocks).
     """
     roof = roofline(k)
     d = k.value(DURATION)
@@ -882,25 +912,32 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None) -> float | Non
     if moved is not None and ideal is not None:
         moved = min(moved, ideal * th.SECTOR_BYTES)
     if moved is not None and peak_bw:
-        floors.append(moved / peak_bw * 1e9)
+        floors.append(moved / (peak_bw * fraction) * 1e9)
     if d:
         for prec, rate in roof.flops.items():
             unit = "tensor" if (prec == "fp32" and fix_unit == "tensor") else prec
             peak = roof.peak_flops.get(unit)
             if peak:
-                floors.append(rate * d * 1e-9 / peak * 1e9)
+                floors.append(rate * d * 1e-9 / (peak * fraction) * 1e9)
+        if fix_unit is None:
+            for pipe in ("tensor_pipe", "fp64_pipe"):
+                if pipe in roof.utilization:
+                    floors.append(d * roof.utilization[pipe])
     return max(floors) if floors else None
 
 
 def _time_expectation(f: _Facts, savings: float, fix_unit: str | None = None) -> Expectation | None:
-    """Duration down by ``savings``, never below :func:`kernel_floor_ns` for the unit the fix uses."""
+    """Duration down by ``savings``, never below the reachable floor (:func:`kernel_floor_ns` at the healthy
+    fraction of each peak) for the unit the fix uses; None when that leaves no gain to predict."""
     d = f.v(DURATION)
     if d is None:
         return None
     target = d * (1.0 - savings)
-    floor = kernel_floor_ns(f.k, fix_unit)
+    floor = kernel_floor_ns(f.k, fix_unit, th.HEALTHY_FRACTION_OF_PEAK)
     if floor is not None:
         target = max(target, min(d, floor))
+    if round(target, 0) >= round(d, 0):
+        return None
     return Expectation(
         metric=DURATION,
         direction=Direction.DOWN,
@@ -1063,11 +1100,7 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
             f"so {waste_pct:g}% of the global memory traffic carries no requested data."
         ),
         evidence=ev,
-        mechanism=(
-            f"Neighbouring lanes of a warp access addresses more than {int(idl * th.SECTOR_BYTES / th.WARP_SIZE) or 4} "
-            f"bytes apart, so each warp-wide {op} touches many 32-byte sectors and the memory system moves whole "
-            "sectors for a few useful bytes each."
-        ),
+        mechanism=_uncoalesced_words(f, op),
         fix=(
             "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles, "
             "change the data layout (structure of arrays), or stage the tile through shared memory and "
@@ -1080,6 +1113,66 @@ def _uncoalesced(f: _Facts) -> _Mech | None:
         else "",
         inflates=MEMORY_UNITS,
         waste=waste,
+    )
+
+
+_GLOBAL_OPS = {"load": ("LDG", "LD"), "store": ("STG", "ST")}
+
+
+def _worst_global_access(f: _Facts, op: str) -> tuple[str, float, float, int, float] | None:
+    """The executed global ``op`` ("load"/"store") instruction with the most sectors beyond its ideal, as
+    (opcode, sectors per request, ideal sectors per request, bytes per lane, active lanes), from the per-PC
+    source counters; None without them."""
+    best: tuple[float, str, float, float, int, float] | None = None
+    for s in f.k.sass:
+        if s.mnemonic not in _GLOBAL_OPS[op]:
+            continue
+        n = s.counters.get("inst_executed") or s.counters.get("sass__inst_executed")
+        actual = s.counters.get("memory_l2_theoretical_sectors_global")
+        ideal = s.counters.get("memory_l2_theoretical_sectors_global_ideal")
+        if not n or actual is None or ideal is None or actual <= ideal:
+            continue
+        lanes = s.counters.get("thread_inst_executed")
+        active = min(float(th.WARP_SIZE), float(lanes) / float(n)) if lanes else float(th.WARP_SIZE)
+        cand = (
+            float(actual - ideal),
+            s.opcode,
+            float(actual) / float(n),
+            float(ideal) / float(n),
+            access_bytes(s.opcode),
+            active,
+        )
+        if best is None or cand[0] > best[0]:
+            best = cand
+    return best[1:] if best is not None else None
+
+
+def _uncoalesced_words(f: _Facts, op: str) -> str:
+    """Why the warp's accesses touch too many sectors, with the lanes' distance only where the counters give it.
+
+    A warp whose lanes sit a uniform stride ``S`` bytes apart (``S`` >= the access width ``w``) spans ``lanes x S``
+    bytes, so it touches about ``lanes x S / 32`` sectors: the measured sectors per request of the worst executed
+    instruction give ``S = sectors x 32 / lanes``; once each lane has a sector of its own (sectors = lanes) the
+    distance is only known to be >= 32 bytes. Without per-instruction counters no distance is stated.
+    """
+    tail = "so the memory system moves whole 32-byte sectors for a few useful bytes each."
+    worst = _worst_global_access(f, op)
+    if worst is None:
+        return (
+            f"Neighbouring lanes of a warp do not {op} consecutive addresses, so each warp-wide {op} touches more "
+            f"32-byte sectors than its bytes need, {tail}"
+        )
+    opcode, spr, ideal, width, lanes = worst
+    where = f"{opcode} moves {spr:.3g} sectors per request against an ideal {ideal:.3g}"
+    if spr >= 0.9 * lanes:
+        return (
+            f"Each lane of a warp {op}s from a 32-byte sector of its own ({where}): neighbouring lanes' addresses "
+            f"are 32 bytes or more apart where {width} bytes would be contiguous, {tail}"
+        )
+    stride = spr * th.SECTOR_BYTES / max(1.0, lanes)
+    return (
+        f"Neighbouring lanes of a warp {op} addresses about {stride:.0f} bytes apart instead of {width} ({where}, "
+        f"what a uniform stride of that size gives), {tail}"
     )
 
 
@@ -1270,15 +1363,36 @@ def _bank_conflicts(f: _Facts) -> _Mech | None:
         return max(1.0, w * th.WARP_SIZE / (th.SHARED_BANKS * th.SHARED_BANK_BYTES))
 
     i_ld, i_st = ideal(f.sass.shared_load_bytes_per_thread), ideal(f.sass.shared_store_bytes_per_thread)
+    # like by like: with per-instruction counters, the loads' ideal is ncu's ideal wavefronts of the shared load
+    # instructions (LDS, LDSM: an ldmatrix.x4 needs 4) over those instructions, not a width average
+    pc_ld_ideal = sum(
+        float(sl.counters.get(SHARED_WAVEFRONTS_IDEAL) or 0.0)
+        for sl in k.sass
+        if sl.mnemonic in ("LDS", "LDSM")
+    )
+    if pc_ld_ideal > 0 and rq_ld:
+        i_ld = max(1.0, pc_ld_ideal / rq_ld)
     # 32-bit atomics (atomicAdd on int/unsigned/float): one wavefront per warp when conflict-free
     i_at = ideal(None)
     # ncu's SourceCounters count the ideal wavefronts per instruction (width, active lanes, LDSM and
     # matrix-operand reads included): when they match the actual ones there is no conflict to fix.
+    ncu_actual, ncu_ideal = k.value(SHARED_WAVEFRONTS), k.value(SHARED_WAVEFRONTS_IDEAL)
+    if ncu_actual is None and not wf_at:
+        # the per-instruction counters (SourceCounters) hold each shared access's wavefronts and its ideal for its
+        # real width and kind (LDSM included): their sums are ncu's own verdict on conflicts
+        per_pc = [
+            (float(a), float(i))
+            for sl in k.sass
+            if (a := sl.counters.get(SHARED_WAVEFRONTS)) is not None
+            and (i := sl.counters.get(SHARED_WAVEFRONTS_IDEAL)) is not None
+        ]
+        if per_pc and sum(a for a, _ in per_pc) > 0:
+            ncu_actual, ncu_ideal = sum(a for a, _ in per_pc), sum(i for _, i in per_pc)
     waste = _excess_share(
         (wf_ld, rq_ld, i_ld),
         (wf_st, rq_st, i_st),
-        k.value(SHARED_WAVEFRONTS),
-        k.value(SHARED_WAVEFRONTS_IDEAL),
+        ncu_actual,
+        ncu_ideal,
         (wf_at, rq_at, i_at),
     )
     if waste is None:
@@ -1559,16 +1673,34 @@ def _atomics(f: _Facts) -> _Mech | None:
         ev.append(
             _stall_evidence(k, top, stalls[top], "lg_throttle/drain/membar point at a congested memory queue")
         )
-    exp = [
-        Expectation(
-            metric="derived:global_atomic_requests",
-            direction=Direction.DOWN,
-            target=round(atom_count / 32.0, 0),
-            unit="requests",
-            value_now=int(atom_count),
-            label="global atomic requests",
-        )
-    ]
+    # The fix reduces before the atomic. A warp-wide RED/ATOM is already one request at L1; what falls is the
+    # number of updates the L2 applies: one per lane today, one per warp (lane 0) after a warp reduction, one per
+    # block after a block reduction when they are already one per warp.
+    exp: list[Expectation] = []
+    l2_ops = _sum_present(k, L2_ATOMIC_REQUESTS)
+    if l2_ops is not None and atom is not None and l2_ops > 0:
+        # one update per lane (l2_ops ~ 32 x requests): every lane of a warp updates one address, and a warp
+        # reduction leaves one; fewer per request means several addresses per warp (bins), whose count after the
+        # reduction the counters do not give: no count is predicted then
+        per_warp = l2_ops >= 0.9 * th.WARP_SIZE * atom
+        target = atom if per_warp else float(k.blocks or 0) if l2_ops <= atom * 1.1 else 0.0
+        if 0 < target < l2_ops:
+            exp.append(
+                Expectation(
+                    metric="derived:l2_atomic_requests",
+                    direction=Direction.DOWN,
+                    target=round(target, 0),
+                    unit="requests",
+                    value_now=int(l2_ops),
+                    label="atomic updates applied by L2 ("
+                    + (
+                        "one per warp after a warp reduction"
+                        if per_warp
+                        else "one per block after a block reduction"
+                    )
+                    + ")",
+                )
+            )
     t = _time_expectation(f, savings)
     if t:
         exp.append(t)
@@ -1576,8 +1708,13 @@ def _atomics(f: _Facts) -> _Mech | None:
         bottleneck=B.ATOMIC_CONTENTION,
         savings=savings,
         headline=(
-            f"Atomic contention: {100 * share:.0f}% of global memory requests are atomics and no unit is above "
-            f"{_pc(f.u_max)}% of its peak, so the atomics serialize on a few addresses."
+            f"Atomic contention: {100 * share:.0f}% of global memory requests are atomics and "
+            + (
+                f"they pile onto one L2 slice (its atomic unit at {slice_max:.3g}% of peak, the average slice at "
+                f"{slice_avg:.2g}%), so they serialize on a few addresses."
+                if hot and slice_max is not None and slice_avg is not None
+                else f"no unit is above {_pc(f.u_max)}% of its peak, so the atomics serialize on a few addresses."
+            )
         ),
         evidence=ev,
         mechanism=(
@@ -1697,8 +1834,8 @@ def _grid(f: _Facts) -> _Mech | None:
         frac = active if active is not None else min(1.0, blocks / sms)
         if frac >= th.SMALL_GRID_ACTIVE_SM_FRACTION:
             return None
-        # Spread over every SM, the same work would take the busy fraction of the time.
-        savings = 1.0 - frac
+        # Spread over every SM, the same work would take the busy time over the busy fraction a full grid reaches.
+        savings = 1.0 - frac / th.SMALL_GRID_TARGET_SM_BUSY
         if savings < th.MIN_MECHANISM_SAVINGS:
             return None
         per_sm = None
@@ -1749,7 +1886,7 @@ def _grid(f: _Facts) -> _Mech | None:
             Expectation(
                 metric="derived:sm_active_pct",
                 direction=Direction.UP,
-                target=90.0,
+                target=round(100 * th.SMALL_GRID_TARGET_SM_BUSY, 1),
                 unit="%",
                 value_now=round(100 * active, 1) if active is not None else None,
                 label="SM busy fraction",
@@ -1772,10 +1909,7 @@ def _grid(f: _Facts) -> _Mech | None:
                 else f"Grid too small: {blocks} blocks for {sms} SMs."
             ),
             evidence=ev,
-            mechanism=(
-                "Each block runs on one SM; with fewer blocks than the GPU can hold, whole SMs idle and the busy ones "
-                "have too few warps to hide memory latency."
-            ),
+            mechanism=_small_grid_words(f, blocks, sms, frac),
             fix=(
                 f"Launch at least {target_blocks} blocks (a multiple of the {sms} SMs): split the work finer "
                 "(grid-stride loops sized from the SM count, split-K / split along another dimension), or use "
@@ -1855,6 +1989,46 @@ def _grid(f: _Facts) -> _Mech | None:
             inflates=(),
         )
     return None
+
+
+_PER_SM_PIPES = {
+    "tensor_pipe": "tensor (MMA) pipe",
+    "fma_pipe": "FMA pipe",
+    "fp64_pipe": "FP64 pipe",
+    "xu_pipe": "special-function (XU) pipe",
+    "alu_pipe": "integer (ALU) pipe",
+    "l1": "L1/shared memory",
+}
+
+
+def _small_grid_words(f: _Facts, blocks: int, sms: int, frac: float) -> str:
+    """What the SMs that have a block do, from the counters: a pipe at its roof on their active cycles (the work
+    is fine where it runs; the idle SMs are the loss), or warps waiting on memory (too few warps per busy SM to
+    hide its latency), else only the idle SMs."""
+    used = min(blocks, sms)
+    head = (
+        f"Each block runs on one SM: {blocks} blocks keep at most {used} of the {sms} SMs busy, and the SMs are "
+        f"busy {_pc(frac)}% of the elapsed time, so the other SMs idle for the whole run."
+    )
+    if frac <= 0:
+        return head
+    per_sm = {p: f.roof.utilization[p] / frac for p in _PER_SM_PIPES if p in f.roof.utilization}
+    top = max(per_sm, key=lambda p: per_sm[p]) if per_sm else None
+    reasons = stall_reasons(f.k)
+    total = sum(reasons.values())
+    top_stall = next(iter(reasons), None)
+    if top is not None and per_sm[top] >= th.HEALTHY_FRACTION_OF_PEAK:
+        return head + (
+            f" Where a block runs, the {_PER_SM_PIPES[top]} is busy {_pc(min(1.0, per_sm[top]))}% of the SM's active "
+            "cycles: the work itself runs at that pipe's rate, and spreading it over every SM is the whole gain."
+        )
+    if top_stall in GLOBAL_STALLS and total > 0 and reasons[top_stall] / total >= th.DOMINANT_SHARE:
+        return head + (
+            f" The busy SMs' warps mostly wait on global memory ({top_stall}: {100 * reasons[top_stall] / total:.0f}% "
+            f"of the stall cycles), and {max(1, round(f.k.threads_per_block or 0) // th.WARP_SIZE)} warps per block "
+            "are too few to hide that latency."
+        )
+    return head
 
 
 def _occupancy(f: _Facts) -> _Mech | None:
@@ -2088,10 +2262,15 @@ def _no_tensor_cores(f: _Facts) -> _Mech | None:
     fp32 = f.roof.flops.get("fp32")
     tensor_peak = f.roof.peak_flops.get("tensor")
     dram = f.util.get("dram", 0.0)
-    busiest = max(f.u_max, 1e-9)
     grounded = bool(fp32 and tensor_peak)
     if fp32 and tensor_peak:
-        savings = max(0.0, 1.0 - max(fp32 / (tensor_peak * th.HEALTHY_FRACTION_OF_PEAK), dram) / busiest)
+        # the same FLOPs at the tensor-pipe target (TENSOR_FIX_TARGET_FRACTION of the tensor peak, the value the
+        # tensor-pipe expectation names) and the same DRAM bytes at the DRAM roof: the longer of the two is the time
+        savings = max(
+            0.0,
+            1.0
+            - max(fp32 / (tensor_peak * th.TENSOR_FIX_TARGET_FRACTION), dram / th.HEALTHY_FRACTION_OF_PEAK),
+        )
     else:
         # No tensor ceiling in the report: only the FP32 pipes' share of the time is known to move.
         savings = f.util.get("fp32", 0.0)
@@ -2102,7 +2281,7 @@ def _no_tensor_cores(f: _Facts) -> _Mech | None:
         Expectation(
             metric=pipe_hit[0] if pipe_hit else "derived:tensor_utilization",
             direction=Direction.UP,
-            target=50.0,
+            target=round(100 * th.TENSOR_FIX_TARGET_FRACTION, 1),
             unit="%",
             value_now=round(pipe_hit[1], 1) if pipe_hit else metric_value(f.k, "derived:tensor_utilization"),
             label="tensor pipe utilisation",
@@ -2118,22 +2297,49 @@ def _no_tensor_cores(f: _Facts) -> _Mech | None:
         "if that precision is acceptable."
     )
     at_fp32_roof = f.util.get("fp32", 0.0) >= th.HEALTHY_FRACTION_OF_PEAK
+    # L1/shared ahead of the FP32 pipe is the reload story: say it only when the counters show it (L1 the busiest
+    # unit, above the FP32 pipe), and show L1 in the evidence in place of the instruction mix
+    l1, fp32_u = f.util.get("l1"), f.util.get("fp32", 0.0)
+    l1_first = l1 is not None and l1 > fp32_u and f.limiter()[0] == "l1"
+    reload = ""
+    if l1_first and l1 is not None:
+        reload = (
+            f" The L1/shared pipe saturates first ({_pc(l1)}% of peak against the FP32 pipe's {_pc(fp32_u)}%): "
+            + (
+                "each FMA reloads its operands from shared memory"
+                if f.flow.shared_load_bytes > 0
+                else "each FMA reloads its operands from global memory through L1"
+            )
+            + (
+                f", {mw.load_bytes_per_fma:.2g} bytes per FMA against the {_fma_balance_bytes(f):.2g} B the L1 "
+                "delivers per FMA lane and cycle."
+                if mw.load_bytes_per_fma is not None
+                else "."
+            )
+        )
+        ev[1] = Evidence(
+            name=f"{UNIT_WORDS['l1']} used",
+            value=round(100 * l1, 1),
+            unit="% of peak",
+            reference=f"the busiest unit; the FP32 pipe is at {_pc(fp32_u)}%: the FMAs wait on their operand loads",
+            metric=_unit_metric(f, "l1"),
+        )
     return _Mech(
         bottleneck=B.NO_TENSOR_CORES,
         savings=savings,
         headline=(
             f"Matrix work on the FP32 pipes: {round(100 * mw.from_loads, 1):g}% of the FMAs multiply two loaded "
-            f"operands ({mw.because}) and no instruction is a tensor-core MMA."
+            f"operands ({mw.because}) and no instruction is a tensor-core MMA"
+            + (
+                f"; the L1/shared pipe, at {_pc(l1)}% of peak, is the busiest unit."
+                if l1_first and l1
+                else "."
+            )
         ),
         evidence=ev,
         mechanism=(
             "The kernel multiplies tiles of matrices with scalar fused multiply-adds; the tensor cores, which do the "
-            "same products many times faster, stay idle."
-            + (
-                " Each FMA also reloads its operands from shared memory, so the L1/shared pipe saturates first."
-                if tiling
-                else ""
-            )
+            "same products many times faster, stay idle." + reload
         ),
         fix=(tiling + " Then " + tensor_words) if tiling else _cap(tensor_words),
         expect=exp,
@@ -2627,6 +2833,17 @@ def _healthy(
                 metric=_bandwidth_metric(f, unit),
             )
         )
+    elif unit == "tensor" and f.roof.flops.get("tensor") and f.roof.peak_flops.get("tensor"):
+        ev.append(
+            Evidence(
+                name="achieved tensor-core throughput",
+                value=round(f.roof.flops["tensor"] / 1e12, 1),
+                unit="TFLOP/s",
+                reference=f"peak {f.roof.peak_flops['tensor'] / 1e12:.0f} TFLOP/s for this input type (from the report)",
+                reference_value=round(f.roof.peak_flops["tensor"] / 1e12, 1),
+                metric="derived:tensor_tflops",
+            )
+        )
     elif unit == "fp32" and f.roof.flops.get("fp32") and f.roof.peak_flops.get("fp32"):
         ev.append(
             Evidence(
@@ -2876,6 +3093,87 @@ def _why_not_healthy(f: _Facts, unit: str, found: Sequence[_Mech]) -> str:
     return "its useful share is below the roof"
 
 
+_RAW_PIPES = {
+    "tensor_pipe": ("tensor pipe", TENSOR_PIPE_METRICS),
+    "fma_pipe": ("FMA pipe", FMA_PIPE_METRICS),
+    "fmaheavy_pipe": ("FMA-heavy pipe", FMAHEAVY_PIPE_METRICS),
+    "fp64_pipe": ("FP64 pipe", FP64_PIPE_METRICS),
+    "xu_pipe": ("special-function (XU) pipe", XU_PIPE_METRICS),
+    "alu_pipe": ("integer (ALU) pipe", ALU_PIPE_METRICS),
+}
+
+
+def _busiest_any(f: _Facts) -> tuple[str, float, str, str]:
+    """The busiest unit over *every* unit the report measures, the pipes included: ``(key, utilisation, words,
+    metric)``. :meth:`_Facts.limiter` judges the tensor path against the fastest instruction's peak (an HMMA kernel
+    sits below the HGMMA roof) and counts pipes only when their work is the program's; a sentence such as "no unit
+    is above X%" must still hold for the tensor pipe's busy cycles. Instruction issue is left out (not a unit).
+    Pipes enter only with an ``_elapsed`` metric the report holds (the value quoted is that metric's)."""
+    useful = [(u, f.util[u]) for u in UNIT_PRIORITY if u in f.util and u != "issue"]
+    if useful:
+        u, v = max(useful, key=lambda x: x[1])  # first in priority order among equals
+        best = (u, v, UNIT_WORDS[u], _unit_metric(f, u))
+    else:
+        best = ("issue", 0.0, UNIT_WORDS["issue"], COMPUTE_SOL)
+    for key, (words, names) in _RAW_PIPES.items():
+        hit = _first(f.k, names)
+        if hit is not None and hit[1] / 100.0 > best[1] + 1e-9:
+            best = (key, hit[1] / 100.0, words, hit[0])
+    return best
+
+
+def _occupancy_words(f: _Facts) -> str:
+    """Achieved against theoretical occupancy, and the block size when it is one or two warps: the warps resident
+    to hide each other's latency."""
+    ach, theo = f.v(ACHIEVED_OCC), f.v(THEORETICAL_OCC)
+    tpb = f.k.threads_per_block or 0
+    out = ""
+    if ach is not None and theo is not None:
+        out = f" Achieved occupancy is {ach:.3g}% against a theoretical {theo:.3g}%"
+        if tpb and tpb <= 2 * th.WARP_SIZE:
+            out += (
+                f": each block is {max(1, tpb // th.WARP_SIZE)} warp of {tpb} threads and retires after a few "
+                "instructions, so the SMs spend their time starting and retiring blocks instead of holding warps "
+                "whose loads overlap."
+                if tpb <= th.WARP_SIZE
+                else f": each block is only {tpb // th.WARP_SIZE} warps, so few warps are resident to overlap "
+                "their loads."
+            )
+        elif ach < 0.5 * theo:
+            out += ": blocks start and finish unevenly, so fewer warps are resident than the limits allow."
+        else:
+            out += ", too few warps to hide each other's latency." if theo <= 25 else "."
+    return out
+
+
+def _latency_words(f: _Facts, busiest: tuple[str, float, str, str], stalls: dict[str, float]) -> str:
+    """Why a kernel with no saturated unit waits, from its top stall reason and its occupancy."""
+    top = next(iter(stalls), None)
+    total = sum(stalls.values())
+    head = (
+        f"No unit is saturated over the elapsed time: the busiest, {busiest[2]}, is at {_pc(busiest[1])}% of its "
+        "peak."
+    )
+    if top is None:
+        return head + " Too little independent work is in flight to keep any unit busy." + _occupancy_words(f)
+    share = f", {100 * stalls[top] / total:.0f}% of the stall cycles" if total > 0 else ""
+    if top in GLOBAL_STALLS:
+        return (
+            head
+            + f" Warps mostly wait on global memory results ({top}{share}): too few loads are in flight per SM to "
+            "cover the memory latency (the bandwidth drawn is the bytes in flight over the latency)."
+            + _occupancy_words(f)
+        )
+    second = next((r for r in stalls if r != top), None)
+    return (
+        head
+        + f" Warps mostly stall on {STALL_WORDS.get(top, (top, ''))[0]} ({top}{share})"
+        + (f", then {STALL_WORDS.get(second, (second, ''))[0]} ({second})" if second else "")
+        + ": each warp's next instruction waits on one before it, and the resident warps are too few to fill "
+        "those cycles with independent work." + _occupancy_words(f)
+    )
+
+
 def _dependent_words(f: _Facts) -> tuple[Evidence, str, str] | None:
     """Evidence, mechanism and fix when most global loads are data-dependent (pointer chase, gather, probe)."""
     share = _dependent_excess_share(f)
@@ -2936,10 +3234,12 @@ def _resource_diagnosis(
     if below_roof:
         latency = True
     why = _why_not_healthy(f, unit, found) if at_roof and not latency else ""
+    busiest = _busiest_any(f)
+    plain_latency = latency and not below_roof and dependent is None
     ev: list[Evidence] = [
         Evidence(
-            name=f"busiest unit: {UNIT_WORDS[unit]}",
-            value=round(100 * util, 1),
+            name=f"busiest unit: {busiest[2] if plain_latency else UNIT_WORDS[unit]}",
+            value=round(100 * (busiest[1] if plain_latency else util), 1),
             unit="% of peak",
             reference=(
                 "busy with the scattered sectors of data-dependent loads, not with work it streams"
@@ -2958,7 +3258,7 @@ def _resource_diagnosis(
                 * (th.LATENCY_BOUND_FRACTION if latency and not below_roof else th.HEALTHY_FRACTION_OF_PEAK),
                 1,
             ),
-            metric=_unit_metric(f, unit),
+            metric=busiest[3] if plain_latency else _unit_metric(f, unit),
         )
     ]
     if dependent is not None:
@@ -2984,7 +3284,7 @@ def _resource_diagnosis(
             f"{100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof"
             + (f", and warps mostly stall {stall_words}." if top else ".")
             if below_roof
-            else f"Latency bound: no unit is above {_pc(util)}% of its peak"
+            else f"Latency bound: no unit is above {_pc(busiest[1])}% of its peak"
             + (f"; warps mostly stall {stall_words}." if top else ".")
         )
         mechanism = (
@@ -2994,8 +3294,7 @@ def _resource_diagnosis(
             + (f" while warps mostly stall {stall_words}" if top else "")
             + ": too few independent requests are outstanding per warp to cover the latency."
             if below_roof
-            else "Too little independent work is in flight to keep any unit busy; each warp waits on the "
-            "result of its previous instruction."
+            else _latency_words(f, busiest, stalls)
         )
         fix = (
             _cap(STALL_WORDS[top][1]) + "."
@@ -3004,17 +3303,40 @@ def _resource_diagnosis(
         )
         if dependent is not None:
             mechanism, fix = dependent[1], dependent[2]
-        issue_hit = _first(k, ISSUE_ACTIVE)
-        expect = [
-            Expectation(
-                metric=issue_hit[0] if issue_hit else ISSUE_ACTIVE[0],
-                direction=Direction.UP,
-                target=round(min(100.0, 2 * issue_hit[1]), 1) if issue_hit else None,
-                unit="%",
-                value_now=round(issue_hit[1], 1) if issue_hit else None,
-                label="scheduler issue-active",
+        # The fix keeps the work and overlaps it better: the unit that carries the work (the busiest one; DRAM when
+        # the L2 only passes a DRAM stream through) rises toward its roof, and the duration falls in proportion.
+        # Issue-active is no target: it moves with whatever the fix changes, not with the work.
+        work_unit, work_util, work_words, work_metric = busiest
+        if work_unit == "l2" and f.l2_carries_dram_traffic():
+            work_unit, work_util = "dram", f.util["dram"]
+            work_words, work_metric = UNIT_WORDS["dram"], _unit_metric(f, "dram")
+        expect = []
+        if work_unit != "issue" and 0 < work_util < th.HEALTHY_FRACTION_OF_PEAK:
+            expect.append(
+                Expectation(
+                    metric=work_metric,
+                    direction=Direction.UP,
+                    target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
+                    unit="%",
+                    value_now=round(100 * work_util, 1),
+                    label=f"{work_words} used",
+                )
             )
-        ]
+            t = _time_expectation(f, max(0.0, 1.0 - work_util / th.HEALTHY_FRACTION_OF_PEAK))
+            if t:
+                expect.append(t)
+        else:
+            issue_hit = _first(k, ISSUE_ACTIVE)
+            expect = [
+                Expectation(
+                    metric=issue_hit[0] if issue_hit else ISSUE_ACTIVE[0],
+                    direction=Direction.UP,
+                    target=None,
+                    unit="%",
+                    value_now=round(issue_hit[1], 1) if issue_hit else None,
+                    label="scheduler issue-active",
+                )
+            ]
         if below_roof:
             # The same bytes at the roof: the level whose bandwidth the stream draws (DRAM when the L2 only passes
             # a DRAM stream through) rises toward the roof, and the duration falls in proportion.
@@ -3245,13 +3567,14 @@ def _bound_savings(f: _Facts, m: _Mech, gap: float | None) -> None:
     """Clamp a mechanism's saving to the gap it can close and to the physical floor, and restate its duration."""
     d = f.v(DURATION)
     s = m.savings if gap is None else min(m.savings, gap)
-    floor = kernel_floor_ns(f.k, m.fix_unit) if d else None
+    floor = kernel_floor_ns(f.k, m.fix_unit, th.HEALTHY_FRACTION_OF_PEAK) if d else None
     if d and floor is not None:
         s = min(s, max(0.0, 1.0 - floor / d))
     if s != m.savings:
         m.savings = s
         t = _time_expectation(f, s, m.fix_unit)
-        m.expect = [t if e.metric == DURATION and t is not None else e for e in m.expect]
+        kept = [e for e in m.expect if e.metric != DURATION]
+        m.expect = kept + ([t] if t is not None and len(kept) < len(m.expect) else [])
 
 
 def _mechanism_diagnosis(f: _Facts, mechs: list[_Mech], gap: float) -> Diagnosis:

@@ -10,7 +10,9 @@ apart, in this order of evidence:
    ``torch._inductor``) is Inductor-generated Triton; ``.cu``/``.cuh``/``.cpp`` files are CUDA C++
    (PyTorch's own ``aten/src/ATen`` sources, if a build kept line info, are PyTorch).
 2. **Names**, for kernels without line info (library and PyTorch binaries ship without it):
-   ``at::native::``/``c10::`` is PyTorch eager, ``triton_poi_``/``triton_red_`` Inductor,
+   ``at::native::``/``c10::`` (demangled, or ``_ZN2at6native``/``N3c10`` mangled), ATen's argument types
+   (``TensorInfo<``, ``TensorIteratorBase``) and ATen's kernel families (``tensor_kernel_scan_*``,
+   ``radixSortKVInPlace``, ...; a CSV export drops the namespace from the display name) are PyTorch eager, ``triton_poi_``/``triton_red_`` Inductor,
    ``nvjet``/``*_xmma_gemm``/``*gemm*`` cuBLAS, ``*fprop*``/``cudnn`` cuDNN, ``cutlass``
    CUTLASS, ``nccl`` NCCL, ``flash_fwd``/``fmha`` FlashAttention.
 
@@ -104,9 +106,19 @@ _LIBRARY_NAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cuSPARSE", re.compile(r"cusparse|csrmv|spmv|spmm", re.I)),
 )
 _PYTORCH_NAMES = re.compile(
-    r"\bat::|at_cuda_detail|\bc10::|elementwise_kernel|reduce_kernel<|ReduceOp<|func_wrapper_t|"
-    r"CatArrayBatchedCopy|cunn_SoftMax|softmax_warp|indexSelect|index_elementwise|_scatter_gather|"
-    r"distribution_elementwise|vectorized_layer_norm|layer_norm_kernel|batch_norm_"
+    # namespaces, demangled (at::native::, c10::) and mangled (_ZN2at6native..., N3c10...)
+    r"\bat::|at_cuda_detail|\bc10::|_ZN2at\d|N2at6native|N2at4cuda|N3c10|"
+    # ATen's argument types: at::cuda::detail::TensorInfo, at::TensorIteratorBase, at::PhiloxCudaState; a CSV
+    # export's display name drops the namespace but keeps these in the signature
+    r"\bTensorInfo<|TensorIterator(Base)?\b|PhiloxCudaState|OffsetCalculator<|"
+    # ATen kernel families whose names carry no namespace in the display name
+    r"elementwise_kernel|reduce_kernel<|ReduceOp<|func_wrapper_t|"
+    r"CatArrayBatchedCopy|cunn_SoftMax|cunn_SpatialSoftMax|softmax_warp|indexSelect|index_elementwise|_scatter_gather|"
+    r"distribution_elementwise|vectorized_layer_norm|layer_norm_kernel|batch_norm_|"
+    r"tensor_kernel_scan_|radixSortKVInPlace|sortKeyValueInplace|bitonicSortKVInPlace|gatherTopK|"
+    r"embedding_backward_|EmbeddingBag_|indexing_backward_kernel|RowwiseMomentsCUDAKernel|"
+    r"upsample_\w+_out_frame|im2col_kernel|col2im_kernel|max_pool_forward_|avg_pool2d_out_cuda_frame|"
+    r"nll_loss_forward_|multi_tensor_apply_kernel|fused_dropout_kernel|triu_tril_kernel"
 )
 _INDUCTOR_NAMES = re.compile(r"^triton_(poi|red|per|tem|mm|bmm|for)_")
 

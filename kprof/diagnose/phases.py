@@ -201,4 +201,77 @@ def loop_start(labels: np.ndarray, min_share: float) -> tuple[int, float] | None
     return (start, share) if ok else None
 
 
-__all__ = ["JIT_NAME", "is_jit_name", "is_teardown_api", "jit_mask", "loop_start", "repeats", "teardown_mask"]
+PERIOD_CANDIDATES = 32
+"""Periods tried by :func:`loop_iterations`: the spacings to the last 1..32 earlier occurrences of the
+loop's rarest label (a label launched up to 32 times per iteration). Each try is one vectorized compare of
+the sequence with itself shifted, so a loop of ten million launches costs a few seconds at most."""
+
+
+def loop_iterations(labels: np.ndarray, min_share: float) -> tuple[np.ndarray, int] | None:
+    """Where each iteration of a run of repeated GPU work begins: ``(indices into labels, period)``, or None.
+
+    ``labels`` is a run that :func:`repeats` (the loop, from :func:`loop_start` on). A loop launches
+    the same sequence every iteration, so the sequence equals itself shifted by the period. The
+    candidate periods are the spacings between the last occurrence of the loop's rarest label (the
+    label, present in every third of the run, with the fewest launches) and its earlier occurrences;
+    the period is the smallest candidate at which at least ``min_share`` of the run's last two
+    thirds (the first may hold warm-up work that the later iterations do not repeat) equals itself
+    shifted by it. An iteration then begins at every ``m``-th occurrence of the rarest label, where
+    ``m`` is how often it is launched per period, counted back from its last occurrence (so that
+    extra launches of it in the warm-up shift only the warm-up's boundaries). A sequence with a
+    shorter period than the program's loop (the same kernels over three identical layers) yields
+    that shorter period: the label sequence cannot tell them apart, and either is a unit of
+    repeated work. None when no candidate matches or fewer than
+    :data:`~kprof.thresholds.MIN_ITERATIONS_FOR_WARMUP_DROP` iterations result.
+
+    Examples
+    --------
+    >>> run = np.array([1, 2, 3, 2] * 5)
+    >>> idx, period = loop_iterations(run, 0.75)
+    >>> idx.tolist(), period
+    ([0, 4, 8, 12, 16], 4)
+    >>> loop_iterations(np.arange(12), 0.75) is None
+    True
+    """
+    n = len(labels)
+    if n < th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+        return None
+    third = n // 3
+    if third == 0:
+        return None
+    common = np.intersect1d(np.intersect1d(labels[:third], labels[third : 2 * third]), labels[2 * third :])
+    if len(common) == 0:
+        return None
+    vals, counts = np.unique(labels, return_counts=True)
+    keep = np.isin(vals, common)
+    vals, counts = vals[keep], counts[keep]
+    rare = vals[int(np.argmin(counts))]  # ties: the smallest label, deterministic
+    pos = np.flatnonzero(labels == rare)
+    c = len(pos)
+    tail = labels[third:]
+    for m in range(1, min(c - 1, PERIOD_CANDIDATES) + 1):
+        p = int(pos[-1] - pos[-1 - m])
+        if p <= 0 or 3 * p > n:
+            break
+        if len(tail) <= p:
+            break
+        match = np.count_nonzero(tail[p:] == tail[:-p]) / (len(tail) - p)
+        if match >= min_share:
+            starts = pos[(c - 1) % m :: m]
+            if len(starts) < th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+                return None
+            return starts, p
+    return None
+
+
+__all__ = [
+    "JIT_NAME",
+    "PERIOD_CANDIDATES",
+    "is_jit_name",
+    "is_teardown_api",
+    "jit_mask",
+    "loop_iterations",
+    "loop_start",
+    "repeats",
+    "teardown_mask",
+]

@@ -7,14 +7,18 @@ How it decides (every threshold is in :mod:`kprof.thresholds`, each with its sou
 
 1. **The steady state leads.** One-time work is told apart from the steady state. With >= 3
    iterations (profiler steps, or top-level NVTX ranges that repeat under one name once digits
-   are ignored; a communication library's own ranges, NCCL's or MPI's, never count) the steady
-   state runs from the end of the first iteration to when the GPU finishes the last one's work.
-   Without iterations it begins at the first call that gives the GPU work after the last
+   are ignored; a communication library's own ranges, NCCL's or MPI's, never count) an iteration
+   runs from the start of its range to the start of the next (a repeated range may mark only part
+   of its iteration: ``Optimizer.zero_grad``, the DataLoader's ``__next__``), and the steady state
+   from the start of the first iteration after warm-up to when the GPU finishes the last one's
+   work. Without iterations it begins at the first call that gives the GPU work after the last
    start-up (module and library loading, the first call that created the context, run-time
    compilation and autotuning ranges: :mod:`kprof.diagnose.phases`) issued before the bulk of
    the GPU work, and ends where teardown begins (unloads, context destruction and free storms
-   after the last GPU work). When the steady state is repeated work (iterations, or a run of the
-   same kernels: :func:`kprof.diagnose.phases.repeats`) its verdict comes first and start-up and
+   after the last GPU work); when that work is a run of the same kernels
+   (:func:`kprof.diagnose.phases.repeats`) with a period (:func:`kprof.diagnose.phases.loop_iterations`),
+   the period's iterations are the loop's and their slow first ones are warm-up, as with steps.
+   When the steady state is repeated work its verdict comes first and start-up and
    teardown are findings with their share of the capture; ``startup_bound`` leads only when
    nothing after start-up repeats and one-time work holds more than half of the capture.
 2. **GPU-busy time.** The union of kernel, copy, memset and CUDA-graph intervals on the
@@ -22,10 +26,14 @@ How it decides (every threshold is in :mod:`kprof.thresholds`, each with its sou
 3. **Gap attribution.** Every idle gap is attributed to a cause from the mechanism, never
    from names of files or kernels: the GPU work that ends the gap is traced to its launch
    call through its correlation id. If that work was already queued when the GPU went idle,
-   the GPU was waiting on a device-side dependency. If start-up calls or compilation ranges
-   fill most of the gap, it is start-up work. If most of the gap lies in stretches of >= 1 ms
-   in which the launching threads made no CUDA call, the host was computing something else
-   (``host_compute_bound``: data loading, preprocessing, Python logic, communication). Else, if
+   the GPU was waiting on a device-side dependency; so it was when that work was launched early
+   in the gap and then sat queued for most of it (>= 1 ms, far beyond launch latency). If
+   start-up calls or compilation ranges fill most of the gap, it is start-up work. If most of
+   the gap lies in stretches of >= 1 ms in which the launching threads made no CUDA call, before
+   the PyTorch operator that issues the work ending the gap began (time inside that operator is
+   its dispatch), the host was computing something else (``host_compute_bound``: data loading,
+   preprocessing, Python logic, communication); one or two such gaps in a steady state of many
+   iterations are one-time work, left out of its numbers and reported as a finding. Else, if
    the host was blocked in a synchronizing call when the GPU went idle, the queue had drained
    behind a sync (``sync_bound``), or behind a blocking copy whose own transfer took most of
    the call (``transfer_bound``); otherwise the host was busy issuing work (Python, framework
@@ -338,6 +346,10 @@ class _CorrIndex:
         return np.where(ok, rows, -1)
 
 
+REPEATED_WORK = "repeated GPU work"
+"""The kind of iterations found without markers, from the period of the repeated GPU work itself."""
+
+
 @dataclass(slots=True)
 class _Iterations:
     """Iteration windows (profiler steps or a repeated NVTX range), sorted by start."""
@@ -351,6 +363,11 @@ class _Iterations:
     """The NVTX range name with digits masked (``step #``), what the iterations share."""
     warmup: int = 1
     """How many leading iterations are warm-up (left out of the steady state); see :func:`_warmup_count`."""
+    period_launches: int = 0
+    """For iterations found in the GPU work itself (kind :data:`REPEATED_WORK`), the loop's period in launches."""
+    last_marked_end: int = 0
+    """Where the last iteration's own range ends (0: no range, iterations found in the GPU work): the
+    windows run start to next start, the last one a median period at least."""
 
     def __len__(self) -> int:
         return len(self.windows[0])
@@ -498,7 +515,27 @@ def _nested_in(a: Pair, u: Pair) -> bool:
 
 
 def _iterations(tl: Timeline) -> _Iterations:
-    """Iteration windows: profiler steps, else the outermost repeated top-level NVTX range.
+    """Iteration windows: profiler steps, else the outermost repeated top-level NVTX range
+    (:func:`_marked_iterations`), each from the start of its range to the start of the next one.
+
+    A repeated range may mark only part of its iteration (``Optimizer.zero_grad`` at the top of a
+    training step, the DataLoader's ``__next__``): the iteration, the loop's period, runs on to the
+    next instance. The last one runs to its range's end or one median period, whichever is later.
+    For profiler steps and ranges that cover their iteration this changes next to nothing.
+    """
+    its = _marked_iterations(tl)
+    s, e = its.windows
+    if len(s):
+        its.last_marked_end = int(e[-1])
+    if len(s) >= 2:
+        period = int(np.median(np.diff(s)))
+        ends = np.concatenate((s[1:], [max(int(e[-1]), int(s[-1]) + period)])).astype(np.int64)
+        its.windows = (s, np.maximum(ends, s))
+    return its
+
+
+def _marked_iterations(tl: Timeline) -> _Iterations:
+    """The ranges that mark iterations: profiler steps, else the outermost repeated top-level NVTX range.
 
     Candidates are the range names (digits masked) that repeat at least
     MIN_ITERATIONS_FOR_WARMUP_DROP times at the top level of one thread. Ranges pushed by a
@@ -560,6 +597,12 @@ def _steady_reason(its: _Iterations) -> str:
             else f"{warm!r} to {its.names[k - 1]!r}"
         )
     which = "the first" if k == 1 else f"the first {k}"
+    if its.kind == REPEATED_WORK:
+        return (
+            f"iterations {k + 1} to {n} of the loop found in the GPU work (it repeats every "
+            f"{its.period_launches:,} launches; "
+            + (f"{which} left out as warm-up)" if k else "no warm-up to leave out)")
+        )
     if its.kind == "profiler step":
         return f"profiler steps {first} to {last} ({n - k} steps; {which}, {warm}, left out as warm-up)"
     if len(set(its.names)) == n:
@@ -569,24 +612,53 @@ def _steady_reason(its: _Iterations) -> str:
 
 
 def _warmup_count(its: _Iterations, startup: Pair) -> int:
-    """Leading iterations that are warm-up: the first always; then each next one while it still holds
-    start-up work (start-up calls or compilation over >= MIN_FINDING_SHARE of it) or runs more than
-    WARMUP_STEP_RATIO times the median iteration. At least two iterations stay in the steady state."""
+    """Leading iterations that are warm-up: the first always (for marked iterations: the program's first
+    step); then each next one while it still holds start-up work (start-up calls or compilation over >=
+    MIN_FINDING_SHARE of it) or runs more than WARMUP_STEP_RATIO times the median iteration. Iterations
+    found in the GPU work (:data:`REPEATED_WORK`) begin wherever the loop's period happens to start, often
+    mid-capture: their first is warm-up only by those two tests. At least two iterations stay in the
+    steady state."""
     s, e = its.windows
     n = len(s)
     period = np.empty(n, np.int64)
     period[:-1] = np.diff(s)
-    period[-1] = e[-1] - s[-1]
+    period[-1] = max(int(e[-1] - s[-1]), int(np.median(period[:-1])))  # a range that marks the last one
     med = float(np.median(period))
-    cover = iv.per_interval_overlap((s, e), startup) if len(startup[0]) else np.zeros(n, np.int64)
-    k = 1
+    # an iteration runs from its start to the next one's (its range may cover only part of it)
+    ends = s + period
+    cover = iv.per_interval_overlap((s, ends), startup) if len(startup[0]) else np.zeros(n, np.int64)
+    k = 0 if its.kind == REPEATED_WORK else 1
     while k < n - 2:
         slow = period[k] > th.WARMUP_STEP_RATIO * med
-        setup = cover[k] >= th.MIN_FINDING_SHARE * max(int(e[k] - s[k]), 1)
+        setup = cover[k] >= th.MIN_FINDING_SHARE * max(int(period[k]), 1)
         if not (slow or setup):
             break
         k += 1
     return k
+
+
+def _iteration_window(
+    its: _Iterations, gpu: _Gpu, api: ApiTable, index: _CorrIndex, startup: Pair, cap_hi: int
+) -> tuple[int, int]:
+    """The steady state of a capture with iterations: from the start of the first iteration after warm-up
+    (:func:`_warmup_count`, set on ``its``) to when the GPU has run what the last one launched.
+
+    An iteration runs from the start of its range to the start of the next one (the loop's period): a
+    repeated range may mark only part of its iteration (``Optimizer.zero_grad``, the DataLoader's
+    ``__next__``), and the rest of a warm-up iteration, with its first-use work, lies after the range has
+    ended. The last iteration runs to its range's end or one median period, whichever is later; it ends
+    when the GPU has run what was launched in it (the host runs ahead of a busy GPU), capped at the end
+    of the capture."""
+    its.warmup = _warmup_count(its, startup)
+    s, e = its.windows
+    lo = int(s[its.warmup])
+    period = int(np.median(np.diff(s)))
+    last = max(int(e.max()), int(s[-1]) + period)
+    # the last iteration's work is what was launched up to one period after its start; the window reaches
+    # past that work's end only as far as the last range itself does (idle host time beyond both is
+    # after the loop, not a gap of it)
+    hi = min(cap_hi, max(lo, _drain_end(gpu, api, index, last, floor=its.last_marked_end or int(s[-1]))))
+    return lo, hi
 
 
 _WORK_CATEGORIES = (
@@ -668,10 +740,10 @@ def _api_free(api: ApiTable, launch_m: np.ndarray, lo: int, hi: int) -> Pair:
     return np.concatenate(out_s), np.concatenate(out_e)
 
 
-def _drain_end(gpu: _Gpu, api: ApiTable, index: _CorrIndex, hi: int) -> int:
+def _drain_end(gpu: _Gpu, api: ApiTable, index: _CorrIndex, hi: int, floor: int | None = None) -> int:
     """When the GPU finishes the work issued before ``hi``: the end of every GPU op that started before
-    ``hi`` or whose launch call (by correlation id) did."""
-    best = hi
+    ``hi`` or whose launch call (by correlation id) did; at least ``floor`` (default ``hi``)."""
+    best = hi if floor is None else floor
     for s, e, corr in gpu.stream():
         early = s < hi
         if early.any():
@@ -698,11 +770,17 @@ def _kernel_labels(k: KernelTable) -> np.ndarray:
     return lab
 
 
-def _loop_run(ctx_gpu: _Gpu, tl: Timeline, index: _CorrIndex, lo: int, hi: int) -> tuple[int | None, float]:
-    """Where the last run of repeated GPU work within [lo, hi) starts (the start of the launch call of its
-    first work, or of the work itself when its call is not traced), and its repeated share; (None, share)
-    when nothing there repeats (:func:`phases.loop_start` over kernel names and launch configurations, CUDA
-    graph ids and copy directions)."""
+def _loop_run(
+    ctx_gpu: _Gpu, tl: Timeline, index: _CorrIndex, lo: int, hi: int
+) -> tuple[int | None, float, np.ndarray | None, int]:
+    """The last run of repeated GPU work within [lo, hi): ``(start, share, iteration starts, period)``.
+
+    ``start`` is the start of the launch call of the run's first work (or of the work itself when its
+    call is not traced), ``share`` its repeated share (:func:`phases.loop_start` over kernel names and
+    launch configurations, CUDA graph ids and copy directions); ``(None, 0.0, None, 0)`` when nothing
+    there repeats. ``iteration starts`` are when each iteration of the run begins, measured the same way
+    (:func:`phases.loop_iterations`: the loop's period in launches), and ``period`` that period; None
+    and 0 when the run has no steady period."""
     device = ctx_gpu.device
     parts: list[_Rows] = []
     k, g, c = tl.kernels, tl.graphs, tl.copies
@@ -719,23 +797,37 @@ def _loop_run(ctx_gpu: _Gpu, tl: Timeline, index: _CorrIndex, lo: int, hi: int) 
         )
     count = sum(p.count for p in parts)
     if count == 0:
-        return None, 0.0
+        return None, 0.0, None, 0
     labels = np.concatenate([ch[2] for ch in _merged(parts)])
     found = phases.loop_start(labels, th.REPEATED_WORK_SHARE)
-    del labels
     if found is None:
-        return None, 0.0
+        return None, 0.0, None, 0
     i, share = found
+    iters = phases.loop_iterations(labels[i:], th.REPEATED_WORK_SHARE)
+    del labels
+    want = np.array([i], np.int64) if iters is None else np.concatenate(([i], i + iters[0]))
+    times = np.full(len(want), lo, np.int64)
     seen = 0
     for ch in _merged(parts):
-        if seen + len(ch[0]) > i:
-            t = int(ch[0][i - seen])
-            row = int(index.find(ch[3][i - seen : i - seen + 1])[0])
-            if row >= 0:
-                t = min(t, int(tl.api.start_ns[row]))
-            return t, share
-        seen += len(ch[0])
-    return lo, share
+        n = len(ch[0])
+        sel = np.flatnonzero((want >= seen) & (want < seen + n))
+        if len(sel):
+            j = want[sel] - seen
+            t = ch[0][j].astype(np.int64)
+            rows = index.find(ch[3][j])
+            ok = rows >= 0
+            if ok.any():
+                t[ok] = np.minimum(t[ok], tl.api.start_ns[rows[ok]])
+            times[sel] = t
+        seen += n
+        if seen > want[-1]:
+            break
+    if iters is None:
+        return int(times[0]), share, None, 0
+    starts = times[1:]
+    if len(starts) > 1 and not iv.is_sorted(starts):
+        starts = np.maximum.accumulate(starts)  # a launch call traced out of order: keep the order found
+    return int(times[0]), share, starts, iters[1]
 
 
 def _created_context(tl: Timeline, row: int) -> bool:
@@ -856,11 +948,7 @@ def _context(tl: Timeline) -> _Context:
     steady_lo, steady_hi, reason = cap_lo, cap_hi, "the whole capture"
     repeated, how = False, ""
     if len(its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        its.warmup = _warmup_count(its, startup_calls)
-        steady_lo = int(its.windows[1][its.warmup - 1])
-        # the last iteration ends when the GPU has run what it launched (the host runs ahead), and at the
-        # latest where teardown begins (a last profiler step that also holds the frees at exit)
-        steady_hi = min(cap_hi, max(steady_lo, _drain_end(gpu, api, api_index, int(its.windows[1].max()))))
+        steady_lo, steady_hi = _iteration_window(its, gpu, api, api_index, startup_calls, cap_hi)
         if n_teardown and steady_lo < tail_lo < steady_hi:
             steady_hi = tail_lo
         reason = _steady_reason(its)
@@ -883,23 +971,42 @@ def _context(tl: Timeline) -> _Context:
         ended = steady_lo < tail_lo < cap_hi and (n_teardown > 0 or tl.format == "nsys")
         if ended:
             steady_hi = tail_lo
-        run_lo, share = _loop_run(gpu, tl, api_index, steady_lo, steady_hi)
+        run_lo, share, iter_starts, period = _loop_run(gpu, tl, api_index, steady_lo, steady_hi)
         repeated = run_lo is not None
         if run_lo is not None and run_lo > steady_lo:
             # one-time GPU work before the loop (a warm-up pass, autotuning): the steady state is the loop
             steady_lo = run_lo
             started = True
-        if started:
-            reason = "from the first GPU work of the loop after start-up to " + (
-                "the end of its GPU work" if ended else "the end of the capture"
-            )
-        elif ended:
-            reason = "the capture up to the end of its GPU work"
         how = (
             f"{share:.0%} of its launches are of work that runs in each third of it"
             if repeated
             else "no run of the same kernels repeats"
         )
+        if iter_starts is not None:
+            # the loop's own iterations, found by its period: their first ones are warm-up like a profiler
+            # step's (lazy loading and first-use work inside the loop's first launches); the run's launches
+            # before its first full period belong to the first iteration
+            iter_starts = iter_starts.copy()
+            iter_starts[0] = min(int(iter_starts[0]), steady_lo)
+            diffs = np.diff(iter_starts)
+            last_end = int(iter_starts[-1]) + int(np.median(diffs))
+            ends = np.concatenate((iter_starts[1:], [last_end]))
+            its = _Iterations(
+                (iter_starts, ends),
+                REPEATED_WORK,
+                tuple(f"iteration {j + 1}" for j in range(len(iter_starts))),
+                period_launches=period,
+            )
+            lo2, hi2 = _iteration_window(its, gpu, api, api_index, startup_calls, cap_hi)
+            steady_lo, steady_hi = max(steady_lo, lo2), min(steady_hi, max(hi2, lo2))
+            reason = _steady_reason(its)
+            how = f"{how}; it repeats every {period:,} launches"
+        elif started:
+            reason = "from the first GPU work of the loop after start-up to " + (
+                "the end of its GPU work" if ended else "the end of the capture"
+            )
+        elif ended:
+            reason = "the capture up to the end of its GPU work"
     del work_m
     before_steady = (np.array([cap_lo], np.int64), np.array([max(cap_lo, steady_lo)], np.int64))
     ctx = _Context(
@@ -990,6 +1097,31 @@ def _union_total(chunks: Iterator[iv.Chunk], windows: Pair) -> int:
     return tot
 
 
+class _LaunchingOps:
+    """Finds the host operator that issued a CUDA call: the innermost PyTorch operator (Kineto ``cpu_op``)
+    on the call's thread that contains its start. Built on first use (a sort of the operators by start)."""
+
+    WALK_BACK = 64
+    """Operators looked back at from a call: the finished child operators (``aten::empty``, ...) that an
+    operator runs before its launch; past them the call is taken to have no operator."""
+
+    def __init__(self, ops: HostOpTable) -> None:
+        self._ops = ops
+        self._s: np.ndarray | None = None
+        self._e = self._t = np.zeros(0, np.int64)
+
+    def start_of(self, t: int, thread: int) -> int | None:
+        """Start of the innermost operator on ``thread`` that contains time ``t``, or None."""
+        if self._s is None:
+            o = np.argsort(self._ops.start_ns, kind="stable")
+            self._s, self._e, self._t = self._ops.start_ns[o], self._ops.end_ns[o], self._ops.thread[o]
+        j = int(np.searchsorted(self._s, t, side="right")) - 1
+        for k in range(j, max(j - self.WALK_BACK, -1), -1):
+            if int(self._t[k]) == thread and int(self._e[k]) > t:
+                return int(self._s[k])
+        return None
+
+
 def _analyze(
     ctx: _Context, windows: Pair, record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 ) -> _Window:
@@ -1017,6 +1149,7 @@ def _analyze(
     other_cur = iv.UnionCursor(_merged(busy_host, with_cols=False)) if busy_host else None
     ops_cur = iv.UnionCursor(ctx.host_ops.chunks(with_cols=False)) if ctx.host_ops.count else None
     free_cur = iv.UnionCursor([ctx.api_free]) if len(ctx.api_free[0]) else None
+    dispatch = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
     hc_s: list[np.ndarray] = []
     hc_e: list[np.ndarray] = []
     hostish = np.array([cause_ix["host"], cause_ix["sync"], cause_ix["copy"]], np.int8)
@@ -1033,7 +1166,11 @@ def _analyze(
             np.where(known, api.end_ns[np.maximum(rows, 0)], 0) if len(api) else np.zeros(len(gs), np.int64)
         )
         queued_before = known & (launch_end + th.CLOCK_ALIGNMENT_SLACK_NS < gs)
-        del rows, known, launch_end
+        # launched early in the gap and then held in the queue of an idle GPU for most of it, far longer than
+        # launch latency: the work waited on a device-side dependency, not on the host
+        queued_for = ge - launch_end
+        queued_before |= known & (queued_for >= th.QUEUED_WAIT_MIN_NS) & (queued_for * 2 > glen)
+        del known, launch_end, queued_for
         # host blocked in a synchronizing call when the GPU went idle
         # (the latest-starting blocking call before the gap may be short; use the union for "inside")
         block_ix = iv.containing(blocking_slack, gs)
@@ -1062,8 +1199,21 @@ def _analyze(
             # most of the gap in long stretches without any CUDA call: the host computed something else
             # (even when the gap began in a sync or a copy: its length is the host's other work)
             api_free = free_cur.overlap(gs, ge)
-            c[np.isin(c, hostish) & (api_free * 2 > glen)] = cause_ix["host_compute"]
-            del api_free
+            hc = np.isin(c, hostish) & (api_free * 2 > glen)
+            if hc.any() and dispatch is not None:
+                # time inside the operator that issues the work ending the gap is that operator's dispatch
+                # (PyTorch's first call of an op loads its kernels there; a CUDA graph would skip it all):
+                # only the stretches without CUDA calls before that operator began are other host work
+                for j in np.flatnonzero(hc & (rows >= 0)).tolist():
+                    r = int(rows[j])
+                    op_lo = dispatch.start_of(int(api.start_ns[r]), int(api.thread[r]))
+                    if op_lo is not None and op_lo < int(ge[j]):
+                        before = (np.array([gs[j]]), np.array([max(int(gs[j]), op_lo)]))
+                        if int(iv.per_interval_overlap(before, ctx.api_free)[0]) * 2 <= int(glen[j]):
+                            hc[j] = False
+            c[hc] = cause_ix["host_compute"]
+            del api_free, hc
+        del rows
         c[startup] = cause_ix["startup"]
         c[queued_before & ~in_block] = cause_ix["device_wait"]
         if not has_host:
@@ -1198,6 +1348,62 @@ def _steady(ctx: _Context) -> Pair:
     return np.array([ctx.steady_lo], np.int64), np.array([max(ctx.steady_hi, ctx.steady_lo)], np.int64)
 
 
+def _one_off_gaps(ctx: _Context, w: _Window) -> Pair:
+    """The host-compute gaps of a steady state that are one-time work, not the loop's: fewer than
+    MIN_ITERATIONS_FOR_WARMUP_DROP of them in a steady state of at least that many marked iterations
+    (profiler steps, a repeated range) per gap (a gap that the other iterations do not repeat: a first use
+    of an operator, a garbage collection, a one-time check). A loop that waits on its host work does so in
+    every iteration, or every few; one or two such gaps among many iterations cannot be the loop's
+    bottleneck. Iterations found in the GPU work do not count: their period can be a fraction of the
+    program's iteration (the same kernels over several layers), so their number says nothing about how
+    often the program's iteration repeats a gap. Empty otherwise."""
+    gs, ge = w.host_compute_gaps
+    n = len(gs)
+    if n == 0 or n >= th.MIN_ITERATIONS_FOR_WARMUP_DROP or ctx.its.kind == REPEATED_WORK:
+        return _EMPTY
+    steady_iterations = (
+        len(ctx.its) - ctx.its.warmup if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
+    )
+    if steady_iterations < th.MIN_ITERATIONS_FOR_WARMUP_DROP * n:
+        return _EMPTY
+    return gs, ge
+
+
+@dataclass(slots=True)
+class _SteadyState:
+    """The steady state's analysis: its window, the stats (one-off gaps left out) and those gaps."""
+
+    window: Pair
+    stats: _Window
+    one_off: Pair
+    one_off_wall_ns: int
+    """The steady state's wall time with the one-off gaps (what their share is of)."""
+
+
+def _steady_state(
+    ctx: _Context, record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+) -> _SteadyState:
+    """The steady state's stats as every public function reports them (the diagnosis, the metrics, the gap
+    causes): an empty steady state falls back to the whole capture, and one-off host gaps
+    (:func:`_one_off_gaps`) are left out of its numbers, like start-up."""
+    windows = _steady(ctx)
+    first: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    w = _analyze(ctx, windows, first)
+    if w.wall_ns <= 0:
+        windows = (np.array([ctx.capture_lo], np.int64), np.array([ctx.capture_hi], np.int64))
+        first.clear()
+        w = _analyze(ctx, windows, first)
+    one_off = _one_off_gaps(ctx, w)
+    wall_with = w.wall_ns
+    if len(one_off[0]):
+        pieces = iv.gaps(iv.union(*one_off), int(windows[0][0]), int(windows[1][-1]))
+        first.clear()
+        w = _analyze(ctx, pieces, first)
+    if record is not None:
+        record.extend(first)
+    return _SteadyState(window=windows, stats=w, one_off=one_off, one_off_wall_ns=wall_with)
+
+
 # ============================================================================ public helpers
 
 
@@ -1209,7 +1415,9 @@ GAP_CAUSES: tuple[str, ...] = _CAUSES
   CUDA call: the host computed something else (``host_compute_bound``);
 - ``sync``: the queue had drained behind a blocking call (``sync_bound``);
 - ``copy``: the host was blocked in a copy whose own transfer took most of the call (``transfer_bound``);
-- ``startup``: one-time start-up calls (module loading, context creation) fill the gap (``startup_bound``);
+- ``startup``: one-time work: start-up calls (module loading, context creation) fill the gap
+  (``startup_bound``), or host work without CUDA calls that happened in only one or two gaps of a steady
+  state of many iterations (left out of the steady state's numbers);
 - ``device_wait``: the work that ends the gap was already queued: a device-side dependency;
 - ``unknown``: the capture has no host-side CUDA API events to attribute the gap with.
 """
@@ -1261,17 +1469,19 @@ def gap_causes(tl: Timeline) -> GapCauses:
         empty = np.zeros(0, np.int64)
         return GapCauses(empty, empty.copy(), np.zeros(0, dtype="<U1"))
     ctx = _context(tl)
-    windows = _steady(ctx)
     chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    w = _analyze(ctx, windows, chunks)
-    if w.wall_ns <= 0:  # as diagnose_timeline: an empty steady state falls back to the whole capture
-        windows = (np.array([ctx.capture_lo], np.int64), np.array([ctx.capture_hi], np.int64))
-        chunks.clear()
-        _analyze(ctx, windows, chunks)
+    st = _steady_state(ctx, chunks)
+    windows = st.window
+    if len(st.one_off[0]):  # one-time host work inside the loop: left out of the numbers, shown as one-time
+        code = np.full(len(st.one_off[0]), _CAUSES.index("startup"), np.int8)
+        chunks.append((st.one_off[0], st.one_off[1], code))
+        chunks.sort(key=lambda c: int(c[0][0]) if len(c[0]) else 0)
     if chunks:
         starts = np.concatenate([c[0] for c in chunks]).astype(np.int64, copy=False)
         ends = np.concatenate([c[1] for c in chunks]).astype(np.int64, copy=False)
         codes = np.concatenate([c[2] for c in chunks])
+        o = np.argsort(starts, kind="stable")
+        starts, ends, codes = starts[o], ends[o], codes[o]
     else:
         starts, ends, codes = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8)
     labels = np.array(GAP_CAUSES)
@@ -1298,7 +1508,7 @@ def timeline_metrics(tl: Timeline) -> dict[str, float]:
     if tl.gpu_op_count == 0:
         return {}
     ctx = _context(tl)
-    w = _analyze(ctx, _steady(ctx))
+    w = _steady_state(ctx).stats
     out: dict[str, float] = {
         "wall_ns": float(w.wall_ns),
         "gpu_busy_ns": float(w.busy_ns),
@@ -1314,7 +1524,7 @@ def timeline_metrics(tl: Timeline) -> dict[str, float]:
         "pageable_copy_bytes": float(w.pageable_bytes),
         "host_compute_idle_ns": float(w.idle_by_cause.get("host_compute", 0)),
     }
-    st = _step_times(ctx)
+    st = _step_times(ctx) if ctx.its.kind != REPEATED_WORK else None  # no marked step to compare
     if st is not None:
         out["step_ns"] = float(np.median(st))
     return out
@@ -1413,14 +1623,16 @@ class _Cover:
     """GPU idle time (in host-compute gaps) during which it ran."""
     own_ns: int
     """Its own time (union of its instances that touch those gaps)."""
+    union: Pair = _EMPTY
+    """Its instances that touch those gaps (a union)."""
 
 
 def _host_cover(ctx: _Context, gaps: Pair) -> list[_Cover]:
     """What the host ran during the host-compute gaps, best explanation first.
 
     Candidates are the CPU operators (Kineto ``cpu_op``/``python_function``), annotated ranges
-    (NVTX, ``record_function``) and OS runtime calls that overlap the gaps; the iteration ranges
-    are left out (they contain everything). Each is
+    (NVTX, ``record_function``) and OS runtime calls that overlap the gaps (:func:`_named_cover` leaves
+    out those that issue the loop's GPU work: they contain everything). Each is
     scored by recall (the share of the gaps' time it covers) times precision (the share of its
     own time that falls in the gaps): an outer function such as ``main`` covers every gap but
     also the busy time, a nested operator is precise but covers little; the data loader's
@@ -1436,11 +1648,7 @@ def _host_cover(ctx: _Context, gaps: Pair) -> list[_Cover]:
         sources.append((tl.host_ops, "CPU operator" if tl.format == "kineto" else "OS runtime call", None))
     r = tl.ranges
     if len(r) and r.names:
-        skip: np.ndarray | None = None
-        if ctx.its.group:
-            group = np.array([_normalize(n) == ctx.its.group for n in r.names], bool)
-            skip = group[r.name_id]
-        sources.append((r, "NVTX range" if tl.format == "nsys" else "annotation", skip))
+        sources.append((r, "NVTX range" if tl.format == "nsys" else "annotation", None))
     out: list[_Cover] = []
     for t, kind, leave_out in sources:
         st, en = t.start_ns, t.end_ns
@@ -1461,7 +1669,7 @@ def _host_cover(ctx: _Context, gaps: Pair) -> list[_Cover]:
             u = iv.union(st[grp], en[grp])
             cov = iv.overlap_total(u, gaps)
             if cov > 0:
-                out.append(_Cover(t.names[int(t.name_id[grp[0]])], kind, cov, iv.total(u)))
+                out.append(_Cover(t.names[int(t.name_id[grp[0]])], kind, cov, iv.total(u), u))
     out.sort(
         key=lambda c: (-(c.covered_ns / total) * (c.covered_ns / max(c.own_ns, 1)), -c.covered_ns, c.name)
     )
@@ -1469,12 +1677,32 @@ def _host_cover(ctx: _Context, gaps: Pair) -> list[_Cover]:
 
 
 def _named_cover(ctx: _Context, w: _Window) -> _Cover | None:
-    """The operator or range that explains the host-compute idle time: the best-scored one when it covers at
-    least half of that time (DOMINANT_SHARE), else None (the host ran mostly untraced code)."""
-    cover = _host_cover(ctx, w.host_compute_gaps)
-    hc = w.idle_by_cause.get("host_compute", 0)
-    best = cover[0] if cover else None
-    return best if best is not None and best.covered_ns >= th.DOMINANT_SHARE * hc else None
+    """The operator or range that explains the host-compute idle time: the best-scored one that covers at
+    least half of that time (DOMINANT_SHARE), else None (the host ran mostly untraced code).
+
+    A range or operator inside which the host issued most of the steady state's launches (DOMINANT_SHARE)
+    is the loop itself (a step range, ``main``), not what the host computes instead of issuing work: it is
+    left out, whatever its name. A repeated range that marks the iterations but issues no launches (the
+    DataLoader's ``__next__`` used as the iteration marker) stays a candidate."""
+    return _best_cover(ctx, _host_cover(ctx, w.host_compute_gaps), w.idle_by_cause.get("host_compute", 0))
+
+
+def _best_cover(ctx: _Context, cover: list[_Cover], covered_ns: int) -> _Cover | None:
+    """The best of ``cover`` (sorted best first) that issued less than DOMINANT_SHARE of the steady state's
+    launches, when it covers at least DOMINANT_SHARE of ``covered_ns``; else None (see :func:`_named_cover`)."""
+    starts: np.ndarray | None = None
+    for c in cover:
+        if starts is None:
+            lc = ctx.launch_calls
+            parts = [
+                ch[0][(ch[0] >= ctx.steady_lo) & (ch[0] < ctx.steady_hi)] for ch in lc.chunks(with_cols=False)
+            ]
+            starts = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        inside = int(np.count_nonzero(iv.containing(c.union, starts) >= 0)) if len(starts) else 0
+        if len(starts) and inside >= th.DOMINANT_SHARE * len(starts):
+            continue  # the loop itself
+        return c if c.covered_ns >= th.DOMINANT_SHARE * covered_ns else None
+    return None
 
 
 _DATALOADER_NAME = re.compile(r"dataloader|_next_data|collate|__getitem__|dataset|fetcher", re.IGNORECASE)
@@ -1642,16 +1870,22 @@ def _one_time_findings(ctx: _Context) -> list[Finding]:
         )
     end = max(0, ctx.capture_hi - ctx.teardown_lo)
     if end / wall >= th.MIN_FINDING_SHARE:
+        # a PyTorch profiler trace ends when the profiler stops, not at the process's exit: what follows the
+        # loop there is the program's own work after it
+        kineto = ctx.tl.format == "kineto" and not ctx.teardown_calls
         what = (
             f"teardown: {ctx.teardown_calls:,} calls that unload modules, destroy contexts or free memory"
             if ctx.teardown_calls
+            else "the program's own work after the loop's last iteration, until the profiler stopped"
+            if kineto
             else "host time after the loop's last GPU work with no CUDA call in it: in a whole-process capture, the "
             "interpreter's exit and the driver's teardown"
         )
         out.append(
             Finding(
                 bottleneck=Bottleneck.STARTUP_BOUND,
-                headline=f"End of the process: {_ms(end)} of the {_ms(wall)} capture ({_pct(end / wall)}) is one-time "
+                headline=f"{'After the loop' if kineto else 'End of the process'}: {_ms(end)} of the {_ms(wall)} "
+                f"capture ({_pct(end / wall)}) is one-time "
                 f"work after the steady state ({what}). It is left out of the numbers above; it is not a sync or "
                 "transfer problem of the loop.",
                 evidence=(
@@ -1668,6 +1902,34 @@ def _one_time_findings(ctx: _Context) -> list[Finding]:
     return out
 
 
+def _one_off_finding(ctx: _Context, st: _SteadyState) -> Finding:
+    """One-time host work inside the steady state (:func:`_one_off_gaps`), with its share of it."""
+    gs, ge = st.one_off
+    n = len(gs)
+    ns = int(np.sum(ge - gs))
+    wall = max(st.one_off_wall_ns, 1)
+    top = _best_cover(ctx, _host_cover(ctx, st.one_off), ns)
+    by = f" while it ran the {top.kind} {_clip_name(top.name, 70)}" if top else ""
+    its = len(ctx.its) - ctx.its.warmup
+    return Finding(
+        bottleneck=Bottleneck.HOST_COMPUTE_BOUND,
+        headline=f"One-time host work inside the steady state: {n} gap{'s' if n != 1 else ''} of {_ms(ns)} "
+        f"({_pct(ns / wall)} of it) in which the host made no CUDA call{by}, against {its:,} iterations that do not "
+        "repeat it (a first use, a collection, a one-time check). It is left out of the numbers above; if it "
+        "recurs every few hundred iterations, capture more of them to measure its share.",
+        evidence=(
+            Evidence(
+                name="GPU idle in one-time host gaps",
+                value=round(ns / 1e6, 3),
+                unit="ms",
+                reference=f"{n} gap{'s' if n != 1 else ''} in {its:,} steady iterations; "
+                f"{_pct(ns / wall)} of the steady state",
+            ),
+        ),
+        share=min(1.0, ns / wall),
+    )
+
+
 def _startup_parts(ctx: _Context) -> str:
     """What start-up holds, in words: "context creation 234 ms, module loading 40 ms, compilation 2 s, ..."."""
     parts = []
@@ -1680,10 +1942,12 @@ def _startup_parts(ctx: _Context) -> str:
         parts.append(f"module loading and other start-up calls {_ms(rest)}")
     if ctx.jit_ns >= least and ctx.jit_ns > 0:
         parts.append(f"run-time compilation and autotuning {_ms(ctx.jit_ns)}")
-    if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+    if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP and ctx.its.warmup:
         k = ctx.its.warmup
         parts.append(
-            f"the first iteration ({ctx.its.names[0]})"
+            ("the loop's first iteration" if k == 1 else f"the loop's first {k} iterations")
+            if ctx.its.kind == REPEATED_WORK
+            else f"the first iteration ({ctx.its.names[0]})"
             if k == 1
             else f"the first {k} iterations ({ctx.its.names[0]} to {ctx.its.names[k - 1]})"
         )
@@ -2773,12 +3037,11 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
     if tl.gpu_op_count == 0:
         return [_no_gpu_work(tl)]
     ctx = _context(tl)
-    steady_w = _analyze(ctx, _steady(ctx))
+    st = _steady_state(ctx)
+    steady_w = st.stats
     whole = (np.array([ctx.capture_lo], np.int64), np.array([ctx.capture_hi], np.int64))
     wall_all = ctx.capture_hi - ctx.capture_lo
     subject = _subject(ctx)
-    if steady_w.wall_ns <= 0:
-        steady_w = _analyze(ctx, whole)
     one_time = max(0, ctx.steady_lo - ctx.capture_lo) + max(0, ctx.capture_hi - ctx.teardown_lo)
     if not ctx.repeated and wall_all > 0 and one_time > th.STARTUP_SHARE * wall_all:
         # nothing after start-up repeats: the one-time work is what the capture measures
@@ -2791,6 +3054,10 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
     # the steady state leads; start-up and teardown are findings with their share of the capture
     d = _classify(ctx, steady_w, subject)
     extra = [f for f in _one_time_findings(ctx) if f.bottleneck is not d.bottleneck]
+    if len(st.one_off[0]):
+        f = _one_off_finding(ctx, st)
+        if (f.share or 0) >= th.MIN_FINDING_SHARE:
+            extra.append(f)
     if extra:
         import dataclasses
 

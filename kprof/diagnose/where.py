@@ -198,6 +198,38 @@ def _overhead(s: SassLine) -> float:
     return executed(s)
 
 
+XU_OPS = frozenset({"I2F", "F2I", "I2FP", "F2IP", "F2F", "FRND", "MUFU", "I2I"})
+"""Instructions of the XU pipe (conversions, reciprocal and transcendental approximations: 16 lanes per SM
+partition per cycle at most, a quarter of the FMA pipe's rate on sm_80+)."""
+
+
+def _issue_cost_rank(s: SassLine) -> int:
+    """2 for an XU-pipe instruction, 0 for a uniform-datapath one (``U*``: ULDC, UMOV, UIADD3 ...), else 1."""
+    mn = s.mnemonic or ""
+    if mn in XU_OPS:
+        return 2
+    return 0 if mn.startswith("U") else 1
+
+
+def _line_xu(lines: Sequence[SassLine], file: str | None, line: int | None) -> list[SassLine]:
+    """The executed XU instructions of one source line (MUFU is not counted as overhead, yet it is part of the
+    line's division chain)."""
+    if not file or not line:
+        return []
+    return [
+        s for s in lines if s.file == file and s.line == line and s.mnemonic == "MUFU" and executed(s) > 0
+    ]
+
+
+def _xu_chain(group: Sequence[SassLine]) -> str:
+    """The distinct XU opcodes of a line in address order (``I2F.U32.RP, MUFU.RCP, F2I.FTZ.U32.TRUNC``)."""
+    seen: list[str] = []
+    for s in sorted(group, key=lambda x: x.pc):
+        if s.mnemonic in XU_OPS and s.opcode not in seen and executed(s) > 0:
+            seen.append(s.opcode)
+    return ", ".join(seen)
+
+
 def _l2_sectors(s: SassLine) -> float:
     return (_c(s, "memory_l2_theoretical_sectors_global") or 0.0) + (
         _c(s, "memory_l2_theoretical_sectors_local") or 0.0
@@ -544,9 +576,21 @@ def attribute(
         share = value / total
         if out and (share < MIN_LINE_SHARE or covered >= COVERED_SHARE or len(out) >= max_lines):
             break
-        top = max(idx, key=lambda i: values[i])
+        if bottleneck is B.INSTRUCTION_BOUND:
+            # name the costly instruction of the line: the conversions and reciprocals of a run-time division run
+            # on the quarter-rate XU pipe; uniform-datapath instructions (ULDC, UMOV, ...) execute once per warp on
+            # the uniform datapath and are not the cost, whatever their count
+            top = max(idx, key=lambda i: (_issue_cost_rank(lines[i]), values[i]))
+        else:
+            top = max(idx, key=lambda i: values[i])
         s = lines[top]
         d = notes[top] or (detail(s) if detail else "")
+        if bottleneck is B.INSTRUCTION_BOUND:
+            group = [lines[i] for i in idx] + _line_xu(lines, file, line)
+            rest = [x for x in _xu_chain(group).split(", ") if x and x != s.opcode]
+            if s.mnemonic in XU_OPS:
+                chain = ("then " + " and ".join(rest) + ", all " if rest else "") + "on the XU pipe"
+                d = chain + (f"; {d}" if d else "")
         if reasons[top]:
             d = f"mostly {reasons[top]}" + (f"; {d}" if d else "")
         if not file and len(idx) > 1:

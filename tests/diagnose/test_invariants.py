@@ -230,6 +230,48 @@ def test_predicted_duration_is_never_below_the_floor(path: Path | None, reason: 
                 )
 
 
+# Fixes that change the matrix instruction (or move FP32 work onto the tensor cores): their targets may pass the
+# rate of the pipe the kernel uses today. Every other fix keeps the instruction, and its work stays on its pipe.
+_CHANGES_THE_INSTRUCTION = {"no_tensor_cores", "tensor_core_bound"}
+_PIPE_ELAPSED = (
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
+)
+
+
+def _same_instruction_floor_ns(k: KernelLaunch) -> float | None:
+    """A fix that keeps the MMA (or FP64) instruction needs at least the pipe's busy time at 100%: the duration x
+    the pipe's elapsed utilisation (an mma.sync kernel never reaches the HGMMA peak by launching more blocks)."""
+    d = k.value(DURATION)
+    pipes = [v for n in _PIPE_ELAPSED if (v := k.value(n)) is not None]
+    return d * max(pipes) / 100.0 if d and pipes else None
+
+
+@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in FILES], ids=[i for i, _, _ in FILES])
+def test_targets_move_and_respect_the_instruction_rate(path: Path | None, reason: str) -> None:
+    """No expectation predicts its current value (a target equal to the value now says nothing), and a duration
+    target of a fix that keeps the instruction is never below the busiest MMA/FP64 pipe at 100% of its rate."""
+    for k, d in _pairs(path, reason):
+        for part, (bottleneck, expect) in enumerate(
+            [(d.bottleneck, d.expect)] + [(f.bottleneck, getattr(f, "expect", ())) for f in d.findings]
+        ):
+            for x in expect:
+                if x.target is not None and x.value_now is not None and isinstance(x.value_now, int | float):
+                    assert not _same(float(x.target), float(x.value_now)), (
+                        f"{k.name} part {part}: {x.label} target {x.target} equals the value now"
+                    )
+                if x.metric == DURATION and x.target is not None and bottleneck is not None:
+                    if bottleneck.value in _CHANGES_THE_INSTRUCTION:
+                        continue
+                    floor = _same_instruction_floor_ns(k)
+                    if floor is not None:
+                        assert x.target >= floor * 0.999, (
+                            f"{k.name}: {bottleneck.value} target {x.target} ns below the pipe's "
+                            f"{floor:.0f} ns at 100%"
+                        )
+
+
 # ----------------------------------------------------------------------------- healthy
 @pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in FILES], ids=[i for i, _, _ in FILES])
 def test_healthy_means_a_full_grid_at_the_roof(path: Path | None, reason: str) -> None:
@@ -255,6 +297,17 @@ def test_metric_atoms_split_expressions() -> None:
 def test_the_checks_catch_what_they_check() -> None:
     """The helpers flag a made-up metric and a quoted value that is not the metric's."""
     from kprof.kernel_model import Metric
+
+    busy_mma = KernelLaunch(
+        id=0,
+        name="k",
+        metrics={
+            DURATION: Metric(60000.0),
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed": Metric(5.0),
+        },
+    )
+    floor = _same_instruction_floor_ns(busy_mma)
+    assert floor is not None and abs(floor - 3000.0) < 1e-6  # 3.24 µs would pass, 2.9 µs would not
 
     k = KernelLaunch(id=0, name="k", metrics={"dram__bytes_read.sum": Metric(10.0)})
     assert _known(k, "dram__bytes_read.sum") and _known(k, "derived:dram_bytes")

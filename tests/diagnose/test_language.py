@@ -33,10 +33,15 @@ LABEL_LANGUAGE = {
 
 def _entries() -> list[tuple[str, dict]]:
     out = []
-    for group in ("cuda", "lib"):
+    for group in ("cuda", "lib", "heldout"):
         p = VALIDATION / group / "labels.json"
         if p.exists():
-            out += [(group, e) for e in json.loads(p.read_text())["entries"]]
+            # kernel reports only: the held-out gallery also labels timelines (Kineto JSON), which have no kernel
+            out += [
+                (group, e)
+                for e in json.loads(p.read_text())["entries"]
+                if ".ncu-rep" in e["file"] or ".csv" in e["file"]
+            ]
     return out
 
 
@@ -62,7 +67,9 @@ def test_language_matches_the_blind_label(group: str, entry: dict) -> None:
 CUDA_ONLY = re.compile(
     r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|mma\.sync|-Xptxas|__launch_bounds__"
 )
-WRITES_KERNEL_CODE = re.compile(r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|-Xptxas|__launch_bounds__")
+WRITES_KERNEL_CODE = re.compile(
+    r"threadIdx|__shared__|__shfl|__syncthreads|nvcuda::wmma|-Xptxas|__launch_bounds__"
+)
 TRITON_WORDS = re.compile(r"\btl\.|BLOCK|num_warps|num_stages|input_precision|program")
 PYTORCH_WORDS = re.compile(r"torch|PyTorch")
 
@@ -208,3 +215,33 @@ def test_shared_declaration_lookup() -> None:
 def test_kernel_without_anything_is_unknown_and_gets_cuda_wording() -> None:
     k = KernelLaunch(id=0, name="my_kernel", sass=(SassLine(pc=0, text="FFMA R1, R2, R3, R4"),))
     assert kernel_origin(k).language is Language.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("display", "language"),
+    [
+        # ATen kernels as a CSV export names them (namespace dropped): the family or ATen's argument types tell
+        (
+            "void tensor_kernel_scan_innermost_dim<float, plus<float>>(T1 *, const T1 *, unsigned int)",
+            "pytorch",
+        ),
+        (
+            "void radixSortKVInPlace<2, (int)-1, 32, 32, float, long, unsigned int>(TensorInfo<T5, T7>, T7)",
+            "pytorch",
+        ),
+        (
+            "void gatherTopK<float, unsigned int, 2>(at::cuda::detail::TensorInfo<const float, unsigned int>)",
+            "pytorch",
+        ),
+        # a mangled name in ATen's namespace
+        ("_ZN2at6native13reduce_kernelILi512ELi1EEEvT1_", "pytorch"),
+        # user kernels with scan/sort in their names stay unknown: the name alone is not ATen's family
+        ("void my_scan_kernel<float>(float *, const float *, int)", "unknown"),
+        ("void radix_sort_pass(unsigned int *, int)", "unknown"),
+        ("void tensor_info_update(float *, int)", "unknown"),
+    ],
+)
+def test_pytorch_kernels_without_namespace_are_pytorch(display: str, language: str) -> None:
+    name = display.split("(")[0].split("<")[0].replace("void ", "")
+    k = KernelLaunch(id=0, name=name, demangled_name=display)
+    assert kernel_origin(k).language.value == language

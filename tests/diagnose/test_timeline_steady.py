@@ -416,10 +416,14 @@ def test_context_creating_first_malloc_in_a_one_launch_program() -> None:
 
 
 def test_an_ordinary_first_call_of_a_capture_range_is_not_context_creation() -> None:
-    tl = copy_loop(host_kind=0).build()  # starts with a 4 ms copy call, as every step does
+    b = copy_loop(host_kind=0)  # starts with a 4 ms copy call, as every step does
+    tl = b.build()
     d = diagnose_timeline(tl)[0]
     assert not finding(d, Bottleneck.STARTUP_BOUND)
-    assert timeline_metrics(tl)["wall_ns"] == tl.span_ns()[1] - tl.span_ns()[0]
+    # the steady state is the whole loop: from the first call to when the GPU finishes the last copy
+    g = gap_causes(tl)
+    last_gpu = max(max(c[1] for c in b.copies), max((k[1] for k in b.kernels), default=0))
+    assert g.window == (tl.span_ns()[0], last_gpu)
 
 
 def test_kernels_holding_73_percent_make_it_gpu_bound_despite_23_percent_host_gaps() -> None:
@@ -558,7 +562,8 @@ def test_a_sync_the_host_barely_waits_in_is_not_sync_bound() -> None:
 
 def test_host_time_after_the_last_gpu_work() -> None:
     """nsys records the process to its exit: the host time after the loop is the end of the process. A
-    PyTorch profiler trace ends when the profiler stops: there it is the program's own work."""
+    PyTorch profiler trace ends when the profiler stops: there it is the program's own work, after the
+    loop's last iteration (found by the loop's period), so not the loop's steady state either."""
 
     def program() -> Builder:
         b = Builder()
@@ -573,8 +578,14 @@ def test_host_time_after_the_last_gpu_work() -> None:
     assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
     f = finding(d, Bottleneck.STARTUP_BOUND, "End of the process")
     assert f is not None and "exit" in f.headline and f.share > 0.9
-    g = gap_causes(program().build(fmt="kineto"))
-    assert g.idle_by_cause()["host_compute"] >= 600 * MS
+    tl = program().build(fmt="kineto")
+    g = gap_causes(tl)
+    assert g.idle_by_cause()["host_compute"] == 0 and g.window is not None
+    assert g.window[1] < tl.span_ns()[1] - 590 * MS  # the loop ends with its last iteration
+    d = diagnose_timeline(tl)[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    f = finding(d, Bottleneck.STARTUP_BOUND, "After the loop")
+    assert f is not None and "the program's own work" in f.headline and f.share > 0.9
 
 
 def test_a_sync_inside_teardown_does_not_extend_the_loop() -> None:
