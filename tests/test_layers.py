@@ -292,3 +292,34 @@ def test_a_model_to_renderer_edge_would_be_caught() -> None:
     assert ("kprof.model", "kprof.html") in violations(graph)
     graph["kprof.html"]["kprof.model"] = 1
     assert any({"kprof.model", "kprof.html"} <= set(c) for c in cycles(graph))
+
+
+IO_CALLS = {"print", "open", "input", "breakpoint"}
+IO_ATTRIBUTES = {"read_text", "read_bytes", "write_text", "write_bytes", "stdout", "stderr", "environ"}
+IO_MODULES = {"subprocess", "shutil", "tempfile", "sqlite3", "socket", "urllib", "http"}
+
+
+def io_in(module: str) -> list[str]:
+    """Reading files, printing, the environment or other processes in ``module``'s source, as ``line: what``."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in IO_CALLS:
+            found.append(f"{node.lineno}: {node.func.id}()")
+        elif isinstance(node, ast.Attribute) and node.attr in IO_ATTRIBUTES:
+            found.append(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [f"{node.lineno}: import {n}" for n in names if n.split(".")[0] in IO_MODULES]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) in ("facts", "rules")))
+def test_diagnoses_never_read_files_print_or_run_processes(module: str) -> None:
+    """Diagnoses never print, plot or read files: judgements take loaded data and return results."""
+    assert io_in(module) == [], f"{MODULES[module].relative_to(PKG.parent)}: {io_in(module)}"
+
+
+def test_the_io_check_sees_a_print() -> None:
+    assert io_in("kprof.cli") != []  # the interface prints; the check would see it in a rule
