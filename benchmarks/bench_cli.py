@@ -10,7 +10,9 @@ process and alternating so that a busy machine slows both alike:
 - baseline: ``python -c ...`` that imports NVIDIA's ``ncu_report``, opens the same report and
   reads the value of every metric of every launch, nothing else.
 
-and prints the median of each and their ratio (goal, issue 16: within 3x). ``--many N`` also
+and prints the median of each and their ratio (goal, issue 16: within 3x). ``--in-process`` also
+times ``KPROF_NCU_ISOLATE=0`` (the report read in kprof's own process: what the crash isolation
+costs is the difference). ``--many N`` also
 builds a report of N-fold launches from the first report (each launch's result block repeated N
 times, as a long profiling session of the same kernels writes them; the copy goes into a temporary
 folder) to time the cost per launch.
@@ -49,33 +51,35 @@ print(n)
 """
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, **extra)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, not at every start
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
-def _time(argv: list[str]) -> float:
+def _time(argv: list[str], **env: str) -> float:
     t0 = time.perf_counter()
-    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=REPO)
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(**env), cwd=REPO)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"{' '.join(argv[:4])} ... failed ({r.returncode}): {r.stderr.decode()[-500:]}")
     return dt
 
 
-def measure(report: Path, repeats: int) -> tuple[float, float]:
-    """Median seconds of kprof and of the baseline on ``report``, alternating runs."""
+def measure(report: Path, repeats: int, in_process: bool) -> tuple[float, float, float | None]:
+    """Median seconds of kprof, of the baseline and (``in_process``) of kprof reading in-process."""
     kprof_cmd = [sys.executable, "-m", "kprof", "diagnose", str(report)]
     base_cmd = [sys.executable, "-c", BASELINE, str(report)]
     _time(base_cmd)  # warm the page cache and the .pyc files once, unmeasured
     _time(kprof_cmd)
-    k, b = [], []
+    k, b, i = [], [], []
     for _ in range(repeats):
         b.append(_time(base_cmd))
         k.append(_time(kprof_cmd))
-    return statistics.median(k), statistics.median(b)
+        if in_process:
+            i.append(_time(kprof_cmd, KPROF_NCU_ISOLATE="0"))
+    return statistics.median(k), statistics.median(b), statistics.median(i) if i else None
 
 
 def many_launches(report: Path, copies: int, folder: Path) -> Path:
@@ -107,18 +111,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="*", type=Path)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--in-process", action="store_true", help="also time KPROF_NCU_ISOLATE=0")
     ap.add_argument("--many", type=int, default=0, metavar="N", help="also time N-fold launches of the first")
     args = ap.parse_args()
     reports = args.reports or sorted((REPO / "data/samples/ncu").glob("*.ncu-rep"))
     with tempfile.TemporaryDirectory(prefix="kprof-bench-cli-") as tmp:
         if args.many:
             reports = [*reports, many_launches(reports[0], args.many, Path(tmp))]
-        print(f"{'report':<48} {'kprof s':>8} {'baseline s':>10} {'ratio':>6}")
+        extra = f" {'in-process s':>12}" if args.in_process else ""
+        print(f"{'report':<48} {'kprof s':>8} {'baseline s':>10} {'ratio':>6}{extra}")
         ratios = []
         for rep in reports:
-            k, b = measure(rep, args.repeats)
+            k, b, i = measure(rep, args.repeats, args.in_process)
             ratios.append(k / b)
-            print(f"{rep.name[:48]:<48} {k:8.3f} {b:10.3f} {k / b:6.2f}", flush=True)
+            tail = f" {i:12.3f}" if i is not None else ""
+            print(f"{rep.name[:48]:<48} {k:8.3f} {b:10.3f} {k / b:6.2f}{tail}", flush=True)
     print(
         f"median ratio over {len(ratios)} report(s): {statistics.median(ratios):.2f} "
         f"(max {max(ratios):.2f}; {args.repeats} runs each, medians; goal: within 3x)"
