@@ -1,7 +1,7 @@
 // y = A x for a tall row-major FP32 matrix A (M rows of N floats, N % 128 == 0) and a vector x of N floats.
-// matvec_rows: one warp per row; lanes read consecutive float4s of the row (line 13), a shuffle
+// matvec_rows: one warp per row; lanes read consecutive float4s of the row (line 16), a shuffle
 //              butterfly sums the 32 partial dot products. Each row is 1 KB read once.
-// matvec_cols: one thread per row; at step j every lane of a warp reads A[row][j] (line 28), i.e. one
+// matvec_cols: one thread per row; at step j every lane of a warp reads A[row][j] (line 31), i.e. one
 //              column of 32 consecutive rows: 32 addresses N*4 bytes apart per load instruction.
 extern "C" __global__ void matvec_rows(const float* __restrict__ A, const float* __restrict__ x,
                                        float* __restrict__ y, int M, int N) {

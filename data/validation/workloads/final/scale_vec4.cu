@@ -1,6 +1,6 @@
 // y = a * x, 4 consecutive floats per thread. The float4 path is taken only when both pointers are
 // 16-byte aligned (as PyTorch's vectorized kernels check); otherwise the same 4 floats are read and
-// written one at a time (lines 19-20). The workload passes x and y offset by ONE float from their
+// written one at a time (lines 19 and 21). The workload passes x and y offset by ONE float from their
 // allocations (a view such as t[1:]), so every thread takes the scalar path.
 extern "C" __global__ void scale_vec4(const float* __restrict__ x, float* __restrict__ y, float a,
                                       long long n4) {
