@@ -1809,9 +1809,10 @@ _WAIT_NAME = re.compile(
 )
 
 
-def _host_compute_fix(name: str | None) -> tuple[str, str]:
+def _host_compute_fix(name: str | None, lang: str = PYTORCH) -> tuple[str, str]:
     """(what the host was doing, the fix that fits it), worded by the operator or range that covers the
-    idle time. Names choose the wording only; the verdict comes from the gaps."""
+    idle time and the program's language. Names choose the wording only; the verdict comes from the gaps."""
+    native = lang == NATIVE
     if name and _DATALOADER_NAME.search(name):
         return (
             "loading and preprocessing batches in the training process",
@@ -1830,16 +1831,29 @@ def _host_compute_fix(name: str | None) -> tuple[str, str]:
     if name and _IO_NAME.search(name):
         return (
             "reading input",
-            "Read ahead of the GPU: load the input in worker processes (DataLoader num_workers > 0) or a prefetch "
-            "thread, and keep it in memory or on faster storage.",
+            "Read ahead of the GPU: load the input on a prefetch thread into a second (pinned) buffer while the GPU "
+            "works on the current one, and keep it in memory or on faster storage."
+            if native
+            else "Read ahead of the GPU: load the input in worker processes (DataLoader num_workers > 0) or a "
+            "prefetch thread, and keep it in memory or on faster storage.",
         )
     if name and _WAIT_NAME.search(name):
         return (
             "waiting for another thread or process to produce its input",
-            "Make the producer keep ahead of the GPU: more DataLoader workers or a deeper prefetch queue, or move "
-            "the producer's work to the GPU.",
+            "Make the producer keep ahead of the GPU: more producer threads or a deeper queue, or move the "
+            "producer's work to the GPU."
+            if native
+            else "Make the producer keep ahead of the GPU: more DataLoader workers or a deeper prefetch queue, or "
+            "move the producer's work to the GPU.",
         )
     what = f"running {_clip_name(name, 70)}" if name else "running host code the capture does not trace"
+    if native:
+        return (
+            what,
+            f"Take {'this work' if not name else _clip_name(name, 70)} off the GPU's critical path: do it on the GPU "
+            "(a kernel instead of the host loop), or on another host thread ahead of the GPU (double-buffered, "
+            "with the next launches queued before the current GPU work ends).",
+        )
     return (
         what,
         f"Take {'this work' if not name else _clip_name(name, 70)} off the GPU's critical path: compute it on the GPU "
@@ -1886,7 +1900,7 @@ def _findings(ctx: _Context, w: _Window, primary: Bottleneck | None) -> list[Fin
             )
         elif cause == "host_compute":
             top = _named_cover(ctx, w)
-            what, fix = _host_compute_fix(top.name if top else None)
+            what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
             text = (
                 f"the GPU waits while the host is {what}, with no CUDA call for >= "
                 f"{_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} at a time"
@@ -2356,7 +2370,7 @@ def _idle_cause_text(ctx: _Context, w: _Window, cause: str) -> tuple[str, str, s
     steady state whose kernels still lead."""
     if cause == "host_compute":
         top = _named_cover(ctx, w)
-        what, fix = _host_compute_fix(top.name if top else None)
+        what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
         return (
             f"the host was {what} without a CUDA call for >= {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} at a time",
             fix,
@@ -2853,22 +2867,26 @@ def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
         return ""
     m = (k.device == ctx.gpu.device) & (k.start_ns >= ctx.steady_lo) & (k.start_ns < ctx.steady_hi)
     short = k.short_names or k.names
-    sid = (
-        np.array([short.index(x) for x in short], np.int64)[k.name_id[m]]
-        if m.any()
-        else np.zeros(0, np.int64)
-    )
+    first: dict[str, int] = {}
+    canon = np.array([first.setdefault(x, i) for i, x in enumerate(short)] or [0], np.int64)
+    sid = canon[k.name_id[m]] if m.any() else np.zeros(0, np.int64)
     if len(sid) == 0:
         return ""
     ids, counts = np.unique(sid, return_counts=True)
     order = np.argsort(-counts, kind="stable")[:2]
     n_it = len(ctx.its) - ctx.its.warmup if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
     div = max(n_it, 1)
+
+    def per(x: float) -> str:  # whole launches per iteration; "about" when the window's edges split one
+        r = round(x / div)
+        return f"{r:,}" if abs(x / div - r) < 0.05 else f"about {max(r, 1):,}"
+
     top = " and ".join(
-        f"{_clip_name(short[int(ids[o])], 60)} ({_fmt(float(counts[o]) / div)})" for o in order.tolist()
+        f"{_clip_name(short[int(ids[o])], 60)} ({per(float(counts[o]))})" for o in order.tolist()
     )
     if n_it:
-        return f"each of its {n_it:,} iterations launches {_fmt(float(len(sid)) / div)} kernels, most of them {top}"
+        each = f"{ctx.its.period_launches:,}" if ctx.its.kind == REPEATED_WORK else per(float(len(sid)))
+        return f"each of its {n_it:,} iterations launches {each} kernels, most of them {top}"
     return f"it launches {len(sid):,} kernels, most of them {top}"
 
 
@@ -3327,7 +3345,7 @@ def _diag_startup(
                 f"({ctx.repeat_how})",
             ),
         ]
-        if ctx.startup_first_call_ns:
+        if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * max(0, ctx.steady_lo - ctx.capture_lo) > 0:
             ev.append(
                 Evidence(
                     name="first CUDA call (context creation)"
@@ -3369,7 +3387,7 @@ def _diag_startup(
                     ),
                 )
             )
-        if ctx.startup_first_call_ns:
+        if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * startup_ns:
             said.append(
                 (
                     ctx.startup_first_call_ns,
@@ -3427,7 +3445,7 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     n = len(gs)
     median_gap = float(np.median(ge - gs)) if n else 0.0
     top = _named_cover(ctx, w)
-    what, fix = _host_compute_fix(top.name if top else None)
+    what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
     traced = top is not None
     ev = [
         _busy_evidence(w),
