@@ -44,12 +44,25 @@ How it decides (every threshold is in :mod:`kprof.thresholds`, each with its sou
    (``gpu_bound``, with the kernels ranked by their share of GPU time and the exact ``ncu``
    command for each) at >= 80% busy, or when they hold more than half of the wall and twice
    the largest cause; otherwise the largest cause leads. The others become findings with
-   their share of the steady state's wall time (>= 5%), never the primary's id again.
+   their share of the steady state's wall time (>= 5%) and what removing them saves at most,
+   never the primary's id again. Below 80% busy a ``gpu_bound`` steady state whose largest
+   idle cause holds GPU_BOUND_RECOVERABLE_SHARE of the wall is a fix (that cause's fix, with
+   its bound), never "rarely idle". ``host_launch_bound`` is a rate: it needs
+   MIN_LAUNCHES_FOR_LAUNCH_BOUND launches, else the verdict is inconclusive.
+
+The capture is its first to last event of any kind: for an nsys export the loader adds the host
+events it does not model (OS runtime calls from the process's start, before its first CUDA call;
+:attr:`~kprof.timeline_model.Timeline.capture_start_ns`), and the profiler's own time inside the
+process (``PROFILER_OVERHEAD``) is said apart. Advice is worded in the program's language told
+from the capture (:func:`_language`: PyTorch, other Python, compiled CUDA), never decided by it.
 
 Where the mechanism predicts a number, ``expect`` gives it as the target, bounded by the time
 its cause holds: the GPU-busy fraction and wall time with the diagnosed cause's idle time
 removed (host-caused idle for ``host_launch_bound``, idle without CUDA calls for
-``host_compute_bound``, idle after syncs for ``sync_bound``). For ``transfer_bound`` the copies
+``host_compute_bound``, idle after syncs for ``sync_bound``). A launch-bound target keeps the
+kernels' own time plus GRAPH_KERNEL_GAP_NS between consecutive kernels (measured inside CUDA
+graphs on the H200): no launch path runs kernels gaplessly. No expectation predicts its current
+value. For ``transfer_bound`` the copies
 cannot move faster than the host link's peak rate: pinning and overlapping can hide them only
 behind the compute there is, and when that is too little the fix leads with keeping the data on
 the GPU. Expectations that cannot move (pageable bytes already 0) are left out. A ``gpu_bound``
@@ -3019,6 +3032,14 @@ _SYNC_KINDS: dict[str, tuple[str, str, str]] = {
         "`if t:` sync the same way",
         "keep the value on the GPU and read it back once every N iterations or after the loop",
     ),
+    "scalar_read": (
+        "a scalar read back (a copy of at most 8 bytes to the host, then a wait for the queue: what .item() "
+        "issues in PyTorch)",
+        "keep the value on the GPU: accumulate it in a tensor and read it (.item(), float(t), bool(t), `if t:`) "
+        "once every N steps or after the loop, and replace Python control flow on it with tensor ops "
+        "(torch.where, masks)",
+        "keep the value on the GPU and read it back once every N iterations or after the loop",
+    ),
     "to_host": (
         "a copy to host memory (.cpu(), .to('cpu'), .numpy(), .tolist())",
         "copy into a pinned buffer with non_blocking=True, record a CUDA event after it and wait on that event only "
@@ -3106,8 +3127,8 @@ def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
             kind = "event_sync"
         elif cat[r] == ApiCategory.COPY_SYNC:
             kind = "blocking_copy"
-        elif ops is None and _language(tl) != NATIVE and small_d2h * 2 >= len(rows):
-            kind = "item"
+        elif ops is None and small_d2h * 2 >= len(rows):
+            kind = "scalar_read"
         else:
             kind = "stream_sync"
         counts[kind] = counts.get(kind, 0) + 1

@@ -264,6 +264,7 @@ def test_the_sync_is_named_from_the_operator_that_made_it() -> None:
     # the nsys capture of the same program has no operators: a stream sync after 4-byte reads is .item()
     n = _diagnoses("validation/timeline/profiles/item_readback_sync.sqlite.gz")[0]
     assert n.bottleneck is Bottleneck.SYNC_BOUND and ".item()" in n.fix
+    assert "scalar read back" in n.mechanism and "aten::" not in n.mechanism  # no operator was recorded
 
 
 def _sync_loop(name: str, command: str = "python3 train.py") -> Timeline:
