@@ -81,10 +81,8 @@ def diagnose_launch(
     if (damaged := damaged_launch(k)) is not None:  # a value no measurement gives: no verdict
         return damaged
     label = "timeline" if duration_ns is not None else UNDER_NCU
-    f = build_facts(k, duration_ns if duration_ns is not None else k.value(DURATION), label)
-    f.source_format = source_format
-    f.cooperative = cooperative
-    f.source = source
+    duration = duration_ns if duration_ns is not None else k.value(DURATION)
+    f = build_facts(k, duration, label, source_format=source_format, cooperative=cooperative, source=source)
     found = [m for m in (rule(f) for rule in MECHANISMS) if m is not None]
     return verdict(f, found)
 

@@ -73,6 +73,54 @@ def sum_present(k: KernelLaunch, names: Iterable[str]) -> float | None:
     return sum(present) if present else None
 
 
+_FROM_COUNTERS: dict[str, Callable[[KernelLaunch], float | None]] = {
+    "derived:global_load_sectors_per_request": lambda k: ratio(k.value(GLD_SECTORS), k.value(GLD_REQUESTS)),
+    "derived:global_store_sectors_per_request": lambda k: ratio(k.value(GST_SECTORS), k.value(GST_REQUESTS)),
+    "derived:global_sectors_per_request": lambda k: ratio(
+        sum_present(k, (GLD_SECTORS, GST_SECTORS)), sum_present(k, (GLD_REQUESTS, GST_REQUESTS))
+    ),
+    "derived:global_excess_sector_share": lambda k: _excess(
+        k.value(L2_THEORETICAL_SECTORS), k.value(L2_THEORETICAL_SECTORS_IDEAL)
+    ),
+    "derived:shared_wavefronts_per_request": lambda k: ratio(
+        sum_present(k, (SLD_WAVEFRONTS, SST_WAVEFRONTS)), shared_requests(k, "ld", "st")
+    ),
+    "derived:shared_load_wavefronts_per_request": lambda k: ratio(
+        k.value(SLD_WAVEFRONTS), shared_requests(k, "ld")
+    ),
+    "derived:shared_store_wavefronts_per_request": lambda k: ratio(
+        k.value(SST_WAVEFRONTS), shared_requests(k, "st")
+    ),
+    "derived:shared_atomic_wavefronts_per_request": lambda k: ratio(
+        k.value(SATOM_WAVEFRONTS), shared_requests(k, "atom")
+    ),
+    "derived:l1_wavefronts_per_lsu_request": lambda k: ratio(
+        k.value(L1_WAVEFRONT_PCT), k.value(LSU_REQUEST_PCT)
+    ),
+    "derived:local_memory_sectors": lambda k: sum_present(k, (LLD_SECTORS, LST_SECTORS)),
+    "derived:local_sector_share": lambda k: _local_share(k),
+    "derived:global_atomic_requests": lambda k: sum_present(k, GATOM_REQUESTS + GRED_REQUESTS),
+    "derived:l2_atomic_requests": lambda k: sum_present(k, L2_ATOMIC_REQUESTS),
+    "derived:sm_active_fraction": lambda k: sm_active_fraction(k),
+    "derived:sm_active_pct": lambda k: _times100(sm_active_fraction(k)),
+    "derived:tail_wave_efficiency": lambda k: _tail_efficiency(k.value(WAVES)),
+    "derived:dram_bytes": lambda k: dram_bytes(k),
+    "derived:fp_inst_share": lambda k: fp_inst_share(k),
+    "derived:work_inst_share": lambda k: work_inst_share(k),
+}
+"""The derived quantities computed from the launch's counters alone (see :data:`~kprof.facts.names.DERIVED`)."""
+
+_UTILIZATION_OF = {
+    "derived:fp32_utilization": "fp32",
+    "derived:tensor_utilization": "tensor",
+    "derived:fp64_utilization": "fp64",
+    "derived:xu_utilization": "xu",
+    "derived:int_utilization": "int",
+    "derived:l1_utilization": "l1",
+}
+"""The derived utilisations: a unit's use over the elapsed cycles (:func:`~kprof.facts.units.unit_utilization`)."""
+
+
 def metric_value(k: KernelLaunch, name: str) -> float | None:
     """The value of an ncu metric, or of one of the documented ``derived:``/``sass:`` names (see :data:`DERIVED`).
 
@@ -90,64 +138,16 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
         return _sass_value(k, name)
     if not name.startswith("derived:"):
         return k.value(name)
-    simple: dict[str, Callable[[], float | None]] = {
-        "derived:global_load_sectors_per_request": lambda: ratio(k.value(GLD_SECTORS), k.value(GLD_REQUESTS)),
-        "derived:global_store_sectors_per_request": lambda: ratio(
-            k.value(GST_SECTORS), k.value(GST_REQUESTS)
-        ),
-        "derived:global_sectors_per_request": lambda: ratio(
-            sum_present(k, (GLD_SECTORS, GST_SECTORS)), sum_present(k, (GLD_REQUESTS, GST_REQUESTS))
-        ),
-        "derived:global_excess_sector_share": lambda: _excess(
-            k.value(L2_THEORETICAL_SECTORS), k.value(L2_THEORETICAL_SECTORS_IDEAL)
-        ),
-        "derived:shared_wavefronts_per_request": lambda: ratio(
-            sum_present(k, (SLD_WAVEFRONTS, SST_WAVEFRONTS)), shared_requests(k, "ld", "st")
-        ),
-        "derived:shared_load_wavefronts_per_request": lambda: ratio(
-            k.value(SLD_WAVEFRONTS), shared_requests(k, "ld")
-        ),
-        "derived:shared_store_wavefronts_per_request": lambda: ratio(
-            k.value(SST_WAVEFRONTS), shared_requests(k, "st")
-        ),
-        "derived:shared_atomic_wavefronts_per_request": lambda: ratio(
-            k.value(SATOM_WAVEFRONTS), shared_requests(k, "atom")
-        ),
-        "derived:l1_wavefronts_per_lsu_request": lambda: ratio(
-            k.value(L1_WAVEFRONT_PCT), k.value(LSU_REQUEST_PCT)
-        ),
-        "derived:local_memory_sectors": lambda: sum_present(k, (LLD_SECTORS, LST_SECTORS)),
-        "derived:local_sector_share": lambda: _local_share(k),
-        "derived:global_atomic_requests": lambda: sum_present(k, GATOM_REQUESTS + GRED_REQUESTS),
-        "derived:l2_atomic_requests": lambda: sum_present(k, L2_ATOMIC_REQUESTS),
-        "derived:sm_active_fraction": lambda: sm_active_fraction(k),
-        "derived:sm_active_pct": lambda: _times100(sm_active_fraction(k)),
-        "derived:tail_wave_efficiency": lambda: _tail_efficiency(k.value(WAVES)),
-        "derived:dram_bytes": lambda: dram_bytes(k),
-        "derived:fp_inst_share": lambda: fp_inst_share(k),
-    }
-    if name in simple:
-        return simple[name]()
+    if name in _FROM_COUNTERS:
+        return _FROM_COUNTERS[name](k)
     roof = roofline(k)
-    if name == "derived:fp32_tflops":
-        fl = roof.flops.get("fp32")
-        return fl / 1e12 if fl is not None else None
-    if name == "derived:tensor_tflops":
-        tl = roof.flops.get("tensor")
-        return tl / 1e12 if tl is not None else None
+    if name in ("derived:fp32_tflops", "derived:tensor_tflops"):
+        flops = roof.flops.get(name.removeprefix("derived:").removesuffix("_tflops"))
+        return flops / 1e12 if flops is not None else None
     if name == "derived:fp32_flop_per_dram_byte":
         return ratio(roof.flops.get("fp32"), roof.bytes_per_s.get("dram"))
-    if name == "derived:work_inst_share":
-        return work_inst_share(k)
     units = unit_utilization(roof, **unit_flags(k, analyze_sass(k.sass), dataflow(k.sass)))
-    key = {
-        "derived:fp32_utilization": "fp32",
-        "derived:tensor_utilization": "tensor",
-        "derived:fp64_utilization": "fp64",
-        "derived:xu_utilization": "xu",
-        "derived:int_utilization": "int",
-        "derived:l1_utilization": "l1",
-    }.get(name)
+    key = _UTILIZATION_OF.get(name)
     if key is not None and key in units:
         return 100.0 * units[key]
     return None
@@ -235,13 +235,22 @@ class KernelFacts:
     duration_ns: float | None
     duration_label: str
     util: dict[str, float]
+    """Each unit's use over the elapsed cycles, 0..1 (:func:`~kprof.facts.units.unit_utilization`)."""
+    stalls: dict[str, float]
+    """Warp stall reasons, largest first (:func:`~kprof.facts.stalls.stall_reasons`); {} when not collected."""
     missing: set[str] = field(default_factory=set)
+    """The ncu sections (keys of :data:`~kprof.facts.names.SECTION_OF`) the report lacks."""
     source_format: str = "ncu-rep"
     cooperative: bool = False
     source: str | None = None
 
     def v(self, name: str) -> float | None:
         return self.k.value(name)
+
+    @property
+    def top_stall(self) -> str | None:
+        """The stall reason with the most cycles (or samples), None when the report has none."""
+        return next(iter(self.stalls), None)
 
     @property
     def sm_count(self) -> int | None:
@@ -274,7 +283,7 @@ class KernelFacts:
         return max(self.util.values()) if self.util else 0.0
 
     def limiter(self) -> tuple[str, float]:
-        """The busiest unit; within 5 points of it, the one whose work is the program's (priority order).
+        """The busiest unit; within UNIT_TIE_MARGIN of it, the one whose work is the program's (priority order).
 
         Instruction issue is not a candidate when most executed instructions are arithmetic on the data (FP math,
         or integer math on loaded values; FP_HEAVY_SHARE): the issue slots then carry the work itself, and the
@@ -286,7 +295,7 @@ class KernelFacts:
         if not util:
             return "issue", 0.0
         top = max(util.values())
-        close = [u for u in UNIT_PRIORITY if u in util and util[u] >= top - 0.05]
+        close = [u for u in UNIT_PRIORITY if u in util and util[u] >= top - th.UNIT_TIE_MARGIN]
         unit = close[0] if close else max(util, key=lambda u: util[u])
         return unit, util[unit]
 
@@ -317,11 +326,21 @@ class KernelFacts:
         )
 
 
-def build_facts(k: KernelLaunch, duration_ns: float | None, label: str) -> KernelFacts:
+def build_facts(
+    k: KernelLaunch,
+    duration_ns: float | None,
+    label: str,
+    *,
+    source_format: str = "ncu-rep",
+    cooperative: bool = False,
+    source: str | None = None,
+) -> KernelFacts:
+    """The facts of launch ``k``; ``duration_ns`` is labelled ``label`` (from a timeline, or measured under ncu)."""
     roof = roofline(k)
     sass = analyze_sass(k.sass)
     flow = dataflow(k.sass)
-    f = KernelFacts(
+    stalls = stall_reasons(k)
+    return KernelFacts(
         k=k,
         roof=roof,
         sass=sass,
@@ -329,26 +348,38 @@ def build_facts(k: KernelLaunch, duration_ns: float | None, label: str) -> Kerne
         duration_ns=duration_ns,
         duration_label=label,
         util=unit_utilization(roof, **unit_flags(k, sass, flow)),
+        stalls=stalls,
+        missing=_missing_sections(k, roof, sass, stalls),
+        source_format=source_format,
+        cooperative=cooperative,
+        source=source,
     )
+
+
+def _missing_sections(
+    k: KernelLaunch, roof: Roofline, sass: SassSummary, stalls: dict[str, float]
+) -> set[str]:
+    """The sections (keys of :data:`~kprof.facts.names.SECTION_OF`) whose metrics the report lacks."""
+    missing = set()
     if not roof.has_sol:
-        f.missing.add("sol")
+        missing.add("sol")
     if k.value(GLD_REQUESTS) is None and k.value(GST_REQUESTS) is None and k.value(SLD_WAVEFRONTS) is None:
-        f.missing.add("memory")
+        missing.add("memory")
     if k.value(WAVES) is None or k.grid is None:
-        f.missing.add("launch")
+        missing.add("launch")
     if k.value(THEORETICAL_OCC) is None or k.value(OCC_LIMITS["registers"]) is None:
-        f.missing.add("occupancy")
-    if not stall_reasons(k):
-        f.missing.add("stalls")
+        missing.add("occupancy")
+    if not stalls:
+        missing.add("stalls")
     if k.value(THREADS_PER_INST) is None:
-        f.missing.add("instructions")
+        missing.add("instructions")
     if k.first_value(*ISSUE_ACTIVE) is None:
-        f.missing.add("scheduler")
+        missing.add("scheduler")
     if not roof.flops:
-        f.missing.add("roofline")
-    if f.sass.empty or not f.sass.weighted:
-        f.missing.add("source")
-    return f
+        missing.add("roofline")
+    if sass.empty or not sass.weighted:
+        missing.add("source")
+    return missing
 
 
 def unit_metric(f: KernelFacts, unit: str) -> str:

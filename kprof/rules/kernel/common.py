@@ -5,16 +5,17 @@ ncu commands a next step names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kprof import commands
 from kprof import thresholds as th
-from kprof.facts.kernel import UNDER_NCU, KernelFacts, kernel_floor_ns
+from kprof.facts.kernel import UNDER_NCU, KernelFacts, kernel_floor_ns, unit_metric
 from kprof.facts.names import DURATION, SECTION_OF
-from kprof.facts.stalls import stall_metric, stall_reasons
+from kprof.facts.stalls import STALL_WORDS, stall_metric
+from kprof.facts.units import UNIT_WORDS
 from kprof.kernel_model import KernelLaunch
-from kprof.model import Bottleneck, Direction, Evidence, Expectation, Subject, SubjectKind
+from kprof.model import Bottleneck, Direction, Evidence, Expectation, Finding, Subject, SubjectKind
 
 B = Bottleneck
 
@@ -97,11 +98,19 @@ def scale_to_limiter(f: KernelFacts, unit_util: float | None, stalls: tuple[str,
         by_util = 1.0 if f.u_max <= 0 else max(0.0, min(1.0, unit_util / f.u_max))
     if not stalls or unit_util >= th.HEALTHY_FRACTION_OF_PEAK:
         return by_util
-    reasons = stall_reasons(f.k)
+    reasons = f.stalls
     total = sum(reasons.values())
     if total <= 0:
         return by_util
     return min(by_util, sum(reasons.get(r, 0.0) for r in stalls) / total)
+
+
+def pace_savings(f: KernelFacts, unit: str, util_after: float) -> float:
+    """The share of the time a fix saves when ``unit`` drops to ``util_after`` and the kernel then runs at the pace
+    of its busiest unit (this one, or the next busiest; instruction issue moves with the fix and is left out)."""
+    others = max((v for u, v in f.util.items() if u not in (unit, "issue")), default=0.0)
+    after = max(util_after, others)
+    return max(0.0, 1.0 - after / max(f.u_max, 1e-9))
 
 
 def excess_share(
@@ -128,11 +137,63 @@ def excess_share(
     return waste
 
 
+def with_duration(
+    f: KernelFacts, expect: list[Expectation], savings: float, fix_unit: str | None = None
+) -> list[Expectation]:
+    """``expect``, then the kernel duration the fix predicts (:func:`time_expectation`) when it leaves a gain."""
+    t = time_expectation(f, savings, fix_unit)
+    return [*expect, t] if t else expect
+
+
+def findings_of(mechs: Sequence[Mechanism], gap: float | None) -> tuple[Finding, ...]:
+    """Mechanisms as secondary findings, each with the share of the gap (to the roof) it explains; ``gap`` None
+    when the report cannot weigh them (no SpeedOfLight) or they are advice."""
+    return tuple(
+        Finding(
+            bottleneck=m.bottleneck,
+            headline=m.headline,
+            evidence=tuple(m.evidence[:3]),
+            share=None if gap is None else round(min(1.0, m.savings / gap), 3),
+        )
+        for m in mechs
+    )
+
+
+# ------------------------------------------------------------------------------------ evidence
+def unit_used(
+    f: KernelFacts,
+    unit: str,
+    reference: str,
+    util: float | None = None,
+    reference_value: float | None = None,
+) -> Evidence:
+    """``<unit> used``: the unit's use in % of its peak over the elapsed cycles (``f.util``, or ``util``), under the
+    metric it was read from."""
+    return Evidence(
+        name=f"{UNIT_WORDS[unit]} used",
+        value=round(100 * (f.util[unit] if util is None else util), 1),
+        unit="% of peak",
+        reference=reference,
+        reference_value=reference_value,
+        metric=unit_metric(f, unit),
+    )
+
+
 def stall_evidence(k: KernelLaunch, reason: str, value: float, reference: str) -> Evidence:
     metric, unit = stall_metric(k, reason)
     return Evidence(
         name=f"top warp stall: {reason}", value=round(value, 2), unit=unit, reference=reference, metric=metric
     )
+
+
+def top_stall_evidence(f: KernelFacts, reference: str | None = None) -> Evidence | None:
+    """The top warp stall reason as evidence (its value, under the metric it came from); ``reference`` defaults to
+    what the stall means (:data:`~kprof.facts.stalls.STALL_WORDS`). None without stall reasons."""
+    top = f.top_stall
+    if top is None:
+        return None
+    words = reference if reference is not None else STALL_WORDS.get(top, (top, ""))[0]
+    return stall_evidence(f.k, top, f.stalls[top], words)
 
 
 # ------------------------------------------------------------------------------------ the diagnosis
@@ -155,7 +216,18 @@ def after_command(k: KernelLaunch, cooperative: bool = False, source: str | None
     return commands.kernel_after_change(k.name or "kernel", source, cooperative=cooperative)
 
 
+def recapture(f: KernelFacts, what: str = "--set full") -> str:
+    """:func:`ncu_command` for the launch of ``f``."""
+    return ncu_command(f.k, what, cooperative=f.cooperative, source=f.source)
+
+
+def after_change(f: KernelFacts) -> str:
+    """:func:`after_command` for the launch of ``f``: the capture to take once the fix is in, and the comparison."""
+    return after_command(f.k, f.cooperative, f.source)
+
+
 def missing_command(f: KernelFacts, needed: Iterable[str]) -> str:
+    """The command that collects the sections of ``needed`` the report lacks; "" when it has them all."""
     secs = [SECTION_OF[n] for n in needed if n in f.missing]
     if not secs:
         return ""
@@ -163,11 +235,8 @@ def missing_command(f: KernelFacts, needed: Iterable[str]) -> str:
         # The details page drops ncu's tables and source counters even when they were collected.
         return (
             f"ncu --import REPORT.ncu-rep --csv --page raw > REPORT.raw.csv (the details page leaves out "
-            f"{', '.join(secs)}; or diagnose the .ncu-rep itself); if the report lacks them: "
-            + ncu_command(f.k, "--set full", cooperative=f.cooperative, source=f.source)
+            f"{', '.join(secs)}; or diagnose the .ncu-rep itself); if the report lacks them: " + recapture(f)
         )
     if len(secs) > 2:
-        return ncu_command(f.k, "--set full", cooperative=f.cooperative, source=f.source)
-    return ncu_command(
-        f.k, " ".join(f"--section {s}" for s in secs), cooperative=f.cooperative, source=f.source
-    )
+        return recapture(f)
+    return recapture(f, " ".join(f"--section {s}" for s in secs))

@@ -6,7 +6,7 @@ from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts
 from kprof.facts.names import THREADS_PER_INST
 from kprof.model import Direction, Evidence, Expectation
-from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, time_expectation
+from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
 
 
 def divergence(f: KernelFacts) -> Mechanism | None:
@@ -55,19 +55,14 @@ def divergence(f: KernelFacts) -> Mechanism | None:
                 metric="smsp__sass_branch_targets_threads_divergent.sum",
             )
         )
-    exp = [
-        Expectation(
-            metric=THREADS_PER_INST,
-            direction=Direction.UP,
-            target=float(th.DIVERGENCE_ACTIVE_THREADS + 4),
-            unit="threads",
-            value_now=round(r, 1),
-            label="active threads per warp instruction",
-        )
-    ]
-    t = time_expectation(f, savings)
-    if t:
-        exp.append(t)
+    lanes = Expectation(
+        metric=THREADS_PER_INST,
+        direction=Direction.UP,
+        target=float(th.DIVERGENCE_TARGET_ACTIVE_THREADS),
+        unit="threads",
+        value_now=round(r, 1),
+        label="active threads per warp instruction",
+    )
     return Mechanism(
         bottleneck=B.WARP_DIVERGENCE,
         savings=savings,
@@ -86,8 +81,8 @@ def divergence(f: KernelFacts) -> Mechanism | None:
             "(e.g. select by warp index, or sort/bin the elements by path first), or turn short paths into "
             "predicated arithmetic."
         ),
-        expect=exp,
-        confidence=0.8,
+        expect=with_duration(f, [lanes], savings),
+        confidence=th.CONFIDENCE_MEASURED_INFERRED,
         would_raise="SourceCounters (per-line divergence) to point at the branch"
         if "source" in f.missing
         else "",

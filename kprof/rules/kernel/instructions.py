@@ -8,7 +8,7 @@ from kprof.facts.kernel import KernelFacts, unit_metric
 from kprof.facts.names import THREADS_PER_INST
 from kprof.facts.units import UNIT_WORDS, USEFUL_UNITS
 from kprof.model import Direction, Evidence, Expectation
-from kprof.rules.kernel.common import B, Mechanism, pc, time_expectation
+from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
 
 
 def instruction_bound(f: KernelFacts) -> Mechanism | None:
@@ -18,7 +18,8 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
     are mostly FMAs (a cuBLAS SGEMM issues ~80% FFMA) spends its issue slots on the math it must do, and so does
     one whose integer instructions compute on loaded values (a hash's multiplies, shifts and xors of a loaded key);
     that is compute-bound, not overhead. Overhead is what the algorithm does not need: index and address math
-    from the thread index, loop control, conversions.
+    from the thread index, loop control, conversions. Issue must be above LATENCY_BOUND_FRACTION, the work share
+    below FP_HEAVY_SHARE, and the busiest useful unit below ISSUE_OVER_USEFUL_RATIO x the issue rate.
     """
     issue = f.util.get("issue")
     if issue is None or issue < th.LATENCY_BOUND_FRACTION:
@@ -28,12 +29,45 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
         return None
     useful_unit = max((u for u in USEFUL_UNITS if u in f.util), key=lambda u: f.util[u], default=None)
     useful = f.util[useful_unit] if useful_unit else 0.0
-    if useful >= issue * 0.9:
+    if useful >= issue * th.ISSUE_OVER_USEFUL_RATIO:
         return None
     savings = max(0.0, 1.0 - useful / issue) if issue > 0 else 0.0
     r = f.v(THREADS_PER_INST)
     if r is not None:
         savings *= min(1.0, r / th.WARP_SIZE)  # the part due to masked lanes is warp divergence's
+    executed = f.v("smsp__inst_executed.sum")
+    fewer = Expectation(
+        metric="smsp__inst_executed.sum",
+        direction=Direction.DOWN,
+        target=round(executed * (1 - savings), 0) if executed else None,
+        unit="inst",
+        value_now=executed,
+        label="warp instructions executed",
+    )
+    return Mechanism(
+        bottleneck=B.INSTRUCTION_BOUND,
+        savings=savings,
+        headline=(
+            f"Instruction bound: the SM issues at {pc(issue)}% of its peak while the memory and FP pipes reach "
+            f"only {pc(useful)}%: most instructions are overhead (index math, conversions, special functions)."
+        ),
+        evidence=_evidence(f, issue, useful_unit, useful, work),
+        mechanism="The SM spends its issue slots on instructions that neither move data nor compute the result.",
+        fix=(
+            "Execute fewer instructions per result: hoist index arithmetic out of loops, use 64-bit-free index math, "
+            "vector loads (one LDG.128 instead of four LDG), fast-math intrinsics, and unroll to amortise loop overhead."
+        ),
+        expect=with_duration(f, [fewer], savings),
+        confidence=th.CONFIDENCE_PARTIAL,
+        would_raise="InstructionStats (the executed instruction mix) or SourceCounters",
+        inflates=("issue",),
+        waste=savings,
+    )
+
+
+def _evidence(
+    f: KernelFacts, issue: float, useful_unit: str | None, useful: float, work: float | None
+) -> list[Evidence]:
     ev = [
         Evidence(
             name="SM instruction throughput",
@@ -68,36 +102,4 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
                 metric="derived:fp_inst_share" if f.sass.empty else "derived:work_inst_share",
             )
         )
-    executed = f.v("smsp__inst_executed.sum")
-    exp = [
-        Expectation(
-            metric="smsp__inst_executed.sum",
-            direction=Direction.DOWN,
-            target=round(executed * (1 - savings), 0) if executed else None,
-            unit="inst",
-            value_now=executed,
-            label="warp instructions executed",
-        )
-    ]
-    t = time_expectation(f, savings)
-    if t:
-        exp.append(t)
-    return Mechanism(
-        bottleneck=B.INSTRUCTION_BOUND,
-        savings=savings,
-        headline=(
-            f"Instruction bound: the SM issues at {pc(issue)}% of its peak while the memory and FP pipes reach "
-            f"only {pc(useful)}%: most instructions are overhead (index math, conversions, special functions)."
-        ),
-        evidence=ev,
-        mechanism="The SM spends its issue slots on instructions that neither move data nor compute the result.",
-        fix=(
-            "Execute fewer instructions per result: hoist index arithmetic out of loops, use 64-bit-free index math, "
-            "vector loads (one LDG.128 instead of four LDG), fast-math intrinsics, and unroll to amortise loop overhead."
-        ),
-        expect=exp,
-        confidence=0.6,
-        would_raise="InstructionStats (the executed instruction mix) or SourceCounters",
-        inflates=("issue",),
-        waste=savings,
-    )
+    return ev

@@ -11,7 +11,7 @@ from kprof.diagnose.roofline import TENSOR_PIPE_METRICS
 from kprof.facts.kernel import KernelFacts, metric_value, unit_metric
 from kprof.facts.units import UNIT_WORDS
 from kprof.model import Direction, Evidence, Expectation
-from kprof.rules.kernel.common import B, Mechanism, cap, pc, time_expectation
+from kprof.rules.kernel.common import B, Mechanism, cap, pace_savings, pc, unit_used, with_duration
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT
 
 
@@ -133,6 +133,49 @@ def register_tiling_advice(f: KernelFacts, mw: MatrixWork) -> str:
     )
 
 
+_TENSOR_WORDS = (
+    "use the tensor cores: call cuBLAS/cuBLASLt or CUTLASS, or write the inner product with WMMA/mma.sync "
+    "(wgmma on Hopper) in TF32 (FP32 inputs, 10-bit mantissa) or BF16/FP16 inputs with FP32 accumulation, "
+    "if that precision is acceptable."
+)
+
+
+def _tensor_savings(f: KernelFacts) -> tuple[float, bool]:
+    """(the share of the time the tensor path saves, whether the report's ceilings ground it).
+
+    The same FLOPs at the tensor-pipe target (TENSOR_FIX_TARGET_FRACTION of the tensor peak, the value the
+    tensor-pipe expectation names) and the same DRAM bytes at the DRAM roof: the longer of the two is the time. No
+    tensor ceiling in the report: only the FP32 pipes' share of the time is known to move."""
+    fp32, tensor_peak = f.roof.flops.get("fp32"), f.roof.peak_flops.get("tensor")
+    if fp32 and tensor_peak:
+        dram = f.util.get("dram", 0.0)
+        tensor_time = fp32 / (tensor_peak * th.TENSOR_FIX_TARGET_FRACTION)
+        return min(max(0.0, 1.0 - max(tensor_time, dram / th.HEALTHY_FRACTION_OF_PEAK)), 1.0), True
+    return min(f.util.get("fp32", 0.0), 1.0), False
+
+
+def _l1_reload_words(f: KernelFacts, mw: MatrixWork) -> str:
+    """L1/shared ahead of the FP32 pipe is the reload story: the sentence that says it, only when the counters show
+    it (L1 the busiest unit, above the FP32 pipe); "" otherwise."""
+    l1, fp32_u = f.util.get("l1"), f.util.get("fp32", 0.0)
+    if l1 is None or not (l1 > fp32_u and f.limiter()[0] == "l1"):
+        return ""
+    return (
+        f" The L1/shared pipe saturates first ({pc(l1)}% of peak against the FP32 pipe's {pc(fp32_u)}%): "
+        + (
+            "each FMA reloads its operands from shared memory"
+            if f.flow.shared_load_bytes > 0
+            else "each FMA reloads its operands from global memory through L1"
+        )
+        + (
+            f", {mw.load_bytes_per_fma:.2g} bytes per FMA against the {fma_balance_bytes(f):.2g} B the L1 "
+            "delivers per FMA lane and cycle."
+            if mw.load_bytes_per_fma is not None
+            else "."
+        )
+    )
+
+
 def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
     """Matrix work (:func:`matrix_structure`) on the FP32 pipes of a GPU that has tensor cores.
 
@@ -145,70 +188,28 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
     mw = matrix_structure(f)
     if mw is None or (mw.intensity is None and f.tensor_cores is None):
         return None
-    fp32 = f.roof.flops.get("fp32")
-    tensor_peak = f.roof.peak_flops.get("tensor")
-    dram = f.util.get("dram", 0.0)
-    grounded = bool(fp32 and tensor_peak)
-    if fp32 and tensor_peak:
-        # the same FLOPs at the tensor-pipe target (TENSOR_FIX_TARGET_FRACTION of the tensor peak, the value the
-        # tensor-pipe expectation names) and the same DRAM bytes at the DRAM roof: the longer of the two is the time
-        savings = max(
-            0.0,
-            1.0
-            - max(fp32 / (tensor_peak * th.TENSOR_FIX_TARGET_FRACTION), dram / th.HEALTHY_FRACTION_OF_PEAK),
-        )
-    else:
-        # No tensor ceiling in the report: only the FP32 pipes' share of the time is known to move.
-        savings = f.util.get("fp32", 0.0)
-    savings = min(savings, 1.0)
+    savings, grounded = _tensor_savings(f)
     ev = matrix_evidence(f, mw)
     pipe_hit = f.k.first_value(*TENSOR_PIPE_METRICS)
-    exp = [
-        Expectation(
-            metric=pipe_hit[0] if pipe_hit else "derived:tensor_utilization",
-            direction=Direction.UP,
-            target=round(100 * th.TENSOR_FIX_TARGET_FRACTION, 1),
-            unit="%",
-            value_now=round(pipe_hit[1], 1) if pipe_hit else metric_value(f.k, "derived:tensor_utilization"),
-            label="tensor pipe utilisation",
-        )
-    ]
-    t = time_expectation(f, savings, fix_unit="tensor") if grounded else None
-    if t:
-        exp.append(t)
-    tiling = register_tiling_advice(f, mw)
-    tensor_words = (
-        "use the tensor cores: call cuBLAS/cuBLASLt or CUTLASS, or write the inner product with WMMA/mma.sync "
-        "(wgmma on Hopper) in TF32 (FP32 inputs, 10-bit mantissa) or BF16/FP16 inputs with FP32 accumulation, "
-        "if that precision is acceptable."
+    tensor_pipe = Expectation(
+        metric=pipe_hit[0] if pipe_hit else "derived:tensor_utilization",
+        direction=Direction.UP,
+        target=round(100 * th.TENSOR_FIX_TARGET_FRACTION, 1),
+        unit="%",
+        value_now=round(pipe_hit[1], 1) if pipe_hit else metric_value(f.k, "derived:tensor_utilization"),
+        label="tensor pipe utilisation",
     )
-    at_fp32_roof = f.util.get("fp32", 0.0) >= th.HEALTHY_FRACTION_OF_PEAK
-    # L1/shared ahead of the FP32 pipe is the reload story: say it only when the counters show it (L1 the busiest
-    # unit, above the FP32 pipe), and show L1 in the evidence in place of the instruction mix
-    l1, fp32_u = f.util.get("l1"), f.util.get("fp32", 0.0)
-    l1_first = l1 is not None and l1 > fp32_u and f.limiter()[0] == "l1"
-    reload = ""
-    if l1_first and l1 is not None:
-        reload = (
-            f" The L1/shared pipe saturates first ({pc(l1)}% of peak against the FP32 pipe's {pc(fp32_u)}%): "
-            + (
-                "each FMA reloads its operands from shared memory"
-                if f.flow.shared_load_bytes > 0
-                else "each FMA reloads its operands from global memory through L1"
-            )
-            + (
-                f", {mw.load_bytes_per_fma:.2g} bytes per FMA against the {fma_balance_bytes(f):.2g} B the L1 "
-                "delivers per FMA lane and cycle."
-                if mw.load_bytes_per_fma is not None
-                else "."
-            )
-        )
-        ev[1] = Evidence(
-            name=f"{UNIT_WORDS['l1']} used",
-            value=round(100 * l1, 1),
-            unit="% of peak",
-            reference=f"the busiest unit; the FP32 pipe is at {pc(fp32_u)}%: the FMAs wait on their operand loads",
-            metric=unit_metric(f, "l1"),
+    tiling = register_tiling_advice(f, mw)
+    reload = _l1_reload_words(f, mw)
+    l1 = f.util.get("l1")
+    if reload and l1 is not None:
+        # show L1 in the evidence in place of the instruction mix
+        fp32_u = f.util.get("fp32", 0.0)
+        ev[1] = unit_used(
+            f,
+            "l1",
+            f"the busiest unit; the FP32 pipe is at {pc(fp32_u)}%: the FMAs wait on their operand loads",
+            l1,
         )
     return Mechanism(
         bottleneck=B.NO_TENSOR_CORES,
@@ -216,25 +217,22 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
         headline=(
             f"Matrix work on the FP32 pipes: {round(100 * mw.from_loads, 1):g}% of the FMAs multiply two loaded "
             f"operands ({mw.because}) and no instruction is a tensor-core MMA"
-            + (
-                f"; the L1/shared pipe, at {pc(l1)}% of peak, is the busiest unit."
-                if l1_first and l1
-                else "."
-            )
+            + (f"; the L1/shared pipe, at {pc(l1)}% of peak, is the busiest unit." if reload and l1 else ".")
         ),
         evidence=ev,
         mechanism=(
             "The kernel multiplies tiles of matrices with scalar fused multiply-adds; the tensor cores, which do the "
             "same products many times faster, stay idle." + reload
         ),
-        fix=(tiling + " Then " + tensor_words) if tiling else cap(tensor_words),
-        expect=exp,
-        confidence=(0.8 if f.sass.weighted else 0.65) - (0 if grounded else 0.15),
+        fix=(tiling + " Then " + _TENSOR_WORDS) if tiling else cap(_TENSOR_WORDS),
+        expect=with_duration(f, [tensor_pipe], savings if grounded else 0.0, fix_unit="tensor"),
+        confidence=(th.CONFIDENCE_MEASURED_INFERRED if f.sass.weighted else th.CONFIDENCE_LISTING)
+        - (0 if grounded else th.CONFIDENCE_MISSING_PENALTY),
         would_raise=("" if f.sass.weighted else "SourceCounters (executed instruction mix)")
         or ("" if grounded else "the roofline sections (the tensor ceiling the fix would move to)"),
         inflates=("fp32", "l1", "issue"),
         waste=0.0,
-        blocks_healthy=not at_fp32_roof,
+        blocks_healthy=f.util.get("fp32", 0.0) < th.HEALTHY_FRACTION_OF_PEAK,
         fix_unit="tensor",
     )
 
@@ -246,8 +244,9 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
     tile of TM x TN outputs loads (TM + TN) operands per TM x TN FMAs; when the loaded bytes per FMA exceed
     L1 bytes/cycle over FMA lanes/cycle, L1/shared saturates before the math: the traffic at the saturated
     unit is reloads, not work the algorithm needs, so the unit being at its roof is a fix, never healthy.
-    On a GPU with tensor cores :func:`no_tensor_cores` usually wins the ranking (the tensor path removes the
-    reloads too); on one without, this is the lever.
+    The cache must be the busiest unit (within UNIT_TIE_MARGIN). On a GPU with tensor cores
+    :func:`no_tensor_cores` usually wins the ranking (the tensor path removes the reloads too); on one without,
+    this is the lever.
     """
     mw = matrix_structure(f)
     if mw is None or mw.load_bytes_per_fma is None:
@@ -255,15 +254,13 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
     unit, util = max(
         ((u, f.util[u]) for u in ("l1", "l2") if u in f.util), key=lambda x: x[1], default=(None, 0.0)
     )
-    if unit is None or util < th.LATENCY_BOUND_FRACTION or util < f.u_max - 0.05:
+    if unit is None or util < th.LATENCY_BOUND_FRACTION or util < f.u_max - th.UNIT_TIE_MARGIN:
         return None
     balance = fma_balance_bytes(f)
     ratio = mw.load_bytes_per_fma
     if ratio <= balance * th.COALESCING_TOLERANCE:
         return None
-    others = max((v for u, v in f.util.items() if u not in (unit, "issue")), default=0.0)
-    after = max(util * balance / ratio, others)
-    savings = max(0.0, 1.0 - after / max(f.u_max, 1e-9))
+    savings = pace_savings(f, unit, util * balance / ratio)
     ev = [
         Evidence(
             name="bytes loaded per FMA (shared + global, per thread)",
@@ -274,27 +271,16 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
             reference_value=round(balance, 2),
             metric="sass:load_bytes_per_fma",
         ),
-        Evidence(
-            name=f"{UNIT_WORDS[unit]} used",
-            value=round(100 * util, 1),
-            unit="% of peak",
-            reference="saturated by operand reloads, not by the work the product needs",
-            metric=unit_metric(f, unit),
-        ),
+        unit_used(f, unit, "saturated by operand reloads, not by the work the product needs", util),
         *matrix_evidence(f, mw)[:1],
     ]
-    exp = [
-        Expectation(
-            metric=unit_metric(f, unit),
-            direction=Direction.DOWN,
-            value_now=round(100 * util, 1),
-            unit="%",
-            label=f"{UNIT_WORDS[unit]} used",
-        )
-    ]
-    t = time_expectation(f, savings)
-    if t:
-        exp.append(t)
+    used = Expectation(
+        metric=unit_metric(f, unit),
+        direction=Direction.DOWN,
+        value_now=round(100 * util, 1),
+        unit="%",
+        label=f"{UNIT_WORDS[unit]} used",
+    )
     no_tc = f.tensor_cores is False
     return Mechanism(
         bottleneck=RESOURCE_OF_UNIT[unit],
@@ -311,8 +297,8 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
         ),
         fix=register_tiling_advice(f, mw)
         + (" This GPU has no tensor cores: register tiling is the lever." if no_tc else ""),
-        expect=exp,
-        confidence=0.75 if f.sass.weighted else 0.6,
+        expect=with_duration(f, [used], savings),
+        confidence=th.CONFIDENCE_CONSISTENT if f.sass.weighted else th.CONFIDENCE_PARTIAL,
         would_raise="" if f.sass.weighted else "SourceCounters (executed instruction mix)",
         inflates=(unit,),
         waste=max(0.0, 1.0 - balance / ratio),

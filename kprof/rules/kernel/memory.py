@@ -1,13 +1,16 @@
 """Global memory traffic that carries no requested data: ``uncoalesced_global_access`` (sectors per request above
-the access width's ideal; L1 wavefronts per request on basic-set reports), and L2 at its roof with re-reads
-(``l2_bandwidth_bound`` as a fix).
+the access width's ideal; L1 wavefronts per request on basic-set reports; the excess ncu's rule quotes in a
+details-page CSV), and L2 at its roof with re-reads (``l2_bandwidth_bound`` as a fix).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from kprof import thresholds as th
 from kprof.diagnose.sass import access_bytes
-from kprof.facts.kernel import KernelFacts, metric_value, ratio, unit_metric
+from kprof.facts.kernel import KernelFacts, metric_value, ratio
 from kprof.facts.names import (
     DRAM_READ_SECTORS,
     GLD_REQUESTS,
@@ -23,8 +26,39 @@ from kprof.facts.names import (
 from kprof.facts.stalls import GLOBAL_STALLS
 from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS
 from kprof.model import Direction, Evidence, Expectation
-from kprof.rules.kernel.common import B, Mechanism, excess_share, pc, scale_to_limiter, time_expectation
-from kprof.rules.kernel.ncu_rules import from_ncu_rule
+from kprof.rules.kernel.common import (
+    B,
+    Mechanism,
+    excess_share,
+    pace_savings,
+    pc,
+    scale_to_limiter,
+    unit_used,
+    with_duration,
+)
+from kprof.rules.kernel.ncu_rules import QuotedRule, quoted_mechanism
+
+_COALESCE_FIX = (
+    "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles, change the data "
+    "layout (structure of arrays), or stage the tile through shared memory"
+)
+
+QUOTED = QuotedRule(
+    rule="UncoalescedGlobalAccess",
+    share=re.compile(r"\(([\d.]+)% of the total"),
+    bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
+    units=MEMORY_UNITS,
+    what="global memory sectors",
+    headline="Uncoalesced global access: {waste}% of the global memory sectors carry no requested data",
+    mechanism=(
+        "Neighbouring lanes of a warp access scattered addresses, so each warp-wide access touches many "
+        "32-byte sectors and the memory system moves whole sectors for a few useful bytes each."
+    ),
+    fix=_COALESCE_FIX + ".",
+    expect_metric="derived:global_sectors_per_request",
+    expect_label="global sectors per request",
+)
+"""The excess ncu's UncoalescedGlobalAccess rule quotes, for a details-page CSV without the memory tables."""
 
 
 def _global_ideal(f: KernelFacts, which: str, spr: float | None) -> tuple[float, str]:
@@ -43,10 +77,9 @@ def _global_ideal(f: KernelFacts, which: str, spr: float | None) -> tuple[float,
         )
     width = f.sass.global_load_bytes_per_thread if which == "loads" else f.sass.global_store_bytes_per_thread
     if which == "loads" and not f.sass.weighted and f.sass.global_load_max_bytes:
-        width = (
-            f.sass.global_load_max_bytes
-        )  # a listing without executed counts: the widest load, conservatively
-    w = width if width is not None else 4.0
+        # a listing without executed counts: the widest load, conservatively
+        width = f.sass.global_load_max_bytes
+    w = width if width is not None else th.ASSUMED_ACCESS_BYTES
     active = f.v(THREADS_PER_INST_PRED_ON) or f.v(THREADS_PER_INST) or float(th.WARP_SIZE)
     lanes = min(float(th.WARP_SIZE), max(1.0, active))
     ideal_spr = max(1.0, w * lanes / th.SECTOR_BYTES)
@@ -67,6 +100,48 @@ def dependent_excess_share(f: KernelFacts) -> float | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Coalescing:
+    """The worse of the global loads and stores against its ideal, and the waste of all global sectors."""
+
+    which: str
+    """``loads`` or ``stores``."""
+    spr: float
+    ideal: float
+    why: str
+    waste: float
+    ncu_waste: bool
+    """True when the waste is ncu's own per-instruction ideal (derived:global_excess_sector_share)."""
+
+    @property
+    def op(self) -> str:
+        return "load" if self.which == "loads" else "store"
+
+
+def _coalescing(f: KernelFacts, counts: tuple[float | None, ...]) -> _Coalescing | None:
+    """Sectors per request of loads and stores against their ideals; None when neither is past
+    COALESCING_TOLERANCE or the excess of all global sectors is below it."""
+    ld_s, ld_r, st_s, st_r = counts
+    spr_ld, spr_st = ratio(ld_s, ld_r), ratio(st_s, st_r)
+    (ideal_ld, why_ld), (ideal_st, why_st) = (
+        _global_ideal(f, "loads", spr_ld),
+        _global_ideal(f, "stores", spr_st),
+    )
+    ncu_waste = metric_value(f.k, "derived:global_excess_sector_share")
+    waste = excess_share((ld_s, ld_r, ideal_ld), (st_s, st_r, ideal_st), None, None)
+    if ncu_waste is not None:
+        waste = ncu_waste
+    if waste is None or waste < 1.0 - 1.0 / th.COALESCING_TOLERANCE:
+        return None
+    worst_ld = spr_ld is not None and spr_ld > ideal_ld * th.COALESCING_TOLERANCE
+    worst_st = spr_st is not None and spr_st > ideal_st * th.COALESCING_TOLERANCE
+    if not (worst_ld or worst_st):
+        return None
+    if worst_ld and (not worst_st or (spr_ld or 0) / ideal_ld >= (spr_st or 0) / ideal_st):
+        return _Coalescing("loads", spr_ld or 0.0, ideal_ld, why_ld, waste, ncu_waste is not None)
+    return _Coalescing("stores", spr_st or 0.0, ideal_st, why_st, waste, ncu_waste is not None)
+
+
 def uncoalesced(f: KernelFacts) -> Mechanism | None:
     """Excess global sectors per request: lanes of a warp touch more 32-byte sectors than their bytes need.
 
@@ -77,100 +152,65 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
     waste still makes the traffic useless (so the unit is not "healthy"), but re-indexing cannot remove it and
     the rule saves nothing; the resource diagnosis explains it as latency.
     """
-    k = f.k
-    ld_s, ld_r, st_s, st_r = (k.value(n) for n in (GLD_SECTORS, GLD_REQUESTS, GST_SECTORS, GST_REQUESTS))
+    counts = tuple(f.v(n) for n in (GLD_SECTORS, GLD_REQUESTS, GST_SECTORS, GST_REQUESTS))
+    ld_s, ld_r, st_s, st_r = counts
     if (ld_r is None or ld_s is None) and (st_r is None or st_s is None):
-        return from_ncu_rule(f, "UncoalescedGlobalAccess") or l1_wavefront_excess(f)
-    spr_ld, spr_st = ratio(ld_s, ld_r), ratio(st_s, st_r)
-    (ideal_ld, why_ld), (ideal_st, why_st) = (
-        _global_ideal(f, "loads", spr_ld),
-        _global_ideal(f, "stores", spr_st),
-    )
-    ncu_waste = metric_value(k, "derived:global_excess_sector_share")
-    waste = excess_share((ld_s, ld_r, ideal_ld), (st_s, st_r, ideal_st), None, None)
-    if ncu_waste is not None:
-        waste = ncu_waste
-    if waste is None or waste < 1.0 - 1.0 / th.COALESCING_TOLERANCE:
-        return None
-    worst_ld = spr_ld is not None and spr_ld > ideal_ld * th.COALESCING_TOLERANCE
-    worst_st = spr_st is not None and spr_st > ideal_st * th.COALESCING_TOLERANCE
-    if not (worst_ld or worst_st):
+        return quoted_mechanism(f, QUOTED) or l1_wavefront_excess(f)
+    c = _coalescing(f, counts)
+    if c is None:
         return None
     mem_unit, mem_util = f.mem_max()
     dependent = dependent_excess_share(f)
     data_dependent = dependent is not None and dependent >= th.DEPENDENT_LOAD_SHARE
     known = any(u in f.util for u in MEMORY_UNITS)
     savings = (
-        0.0 if data_dependent else waste * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
+        0.0 if data_dependent else c.waste * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
     )
-    which = (
-        "loads"
-        if (worst_ld and (not worst_st or (spr_ld or 0) / ideal_ld >= (spr_st or 0) / ideal_st))
-        else "stores"
-    )
-    spr, idl, why = (spr_ld, ideal_ld, why_ld) if which == "loads" else (spr_st, ideal_st, why_st)
-    spr_r, idl_r, waste_pct = round(spr or 0.0, 2), round(idl, 2), round(100 * waste, 1)
-    op = "load" if which == "loads" else "store"
+    spr_r, idl_r, waste_pct = round(c.spr, 2), round(c.ideal, 2), round(100 * c.waste, 1)
+    per_request = f"derived:global_{c.op}_sectors_per_request"
     ev = [
         Evidence(
-            name=f"global {which}: sectors per request",
+            name=f"global {c.which}: sectors per request",
             value=spr_r,
             unit="sectors/request",
-            reference=f"ideal {idl_r:g}: {why}",
+            reference=f"ideal {idl_r:g}: {c.why}",
             reference_value=idl_r,
-            metric=f"derived:global_{op}_sectors_per_request",
+            metric=per_request,
         ),
         Evidence(
             name="global sectors that carry no requested data",
             value=waste_pct,
             unit="%",
             reference="0% when every warp reads contiguous, aligned addresses",
-            metric="derived:global_excess_sector_share"
-            if ncu_waste is not None
-            else f"{GLD_SECTORS}, {GST_SECTORS}",
+            metric="derived:global_excess_sector_share" if c.ncu_waste else f"{GLD_SECTORS}, {GST_SECTORS}",
         ),
-        Evidence(
-            name=f"{UNIT_WORDS[mem_unit]} used",
-            value=round(100 * mem_util, 1),
-            unit="% of peak",
-            reference="the waste is paid in the busiest memory level",
-            metric=unit_metric(f, mem_unit),
-        ),
+        unit_used(f, mem_unit, "the waste is paid in the busiest memory level", mem_util),
     ]
-    exp = [
-        Expectation(
-            metric=f"derived:global_{op}_sectors_per_request",
-            direction=Direction.DOWN,
-            target=round(idl, 1),
-            unit="sectors/request",
-            value_now=spr_r,
-            label=f"global {op} sectors per request",
-        )
-    ]
-    t = time_expectation(f, savings)
-    if t and not data_dependent:
-        exp.append(t)
+    sectors = Expectation(
+        metric=per_request,
+        direction=Direction.DOWN,
+        target=round(c.ideal, 1),
+        unit="sectors/request",
+        value_now=spr_r,
+        label=f"global {c.op} sectors per request",
+    )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
         savings=savings,
         headline=(
-            f"Uncoalesced global {which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, "
+            f"Uncoalesced global {c.which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, "
             f"so {waste_pct:g}% of the global memory traffic carries no requested data."
         ),
         evidence=ev,
-        mechanism=_uncoalesced_words(f, op),
-        fix=(
-            "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles, "
-            "change the data layout (structure of arrays), or stage the tile through shared memory and "
-            "access global memory row by row."
-        ),
-        expect=exp,
-        confidence=0.85 if not f.sass.empty else 0.7,
+        mechanism=_uncoalesced_words(f, c.op),
+        fix=_COALESCE_FIX + " and access global memory row by row.",
+        expect=with_duration(f, [sectors], savings),  # data-dependent: savings 0, no duration
+        confidence=th.CONFIDENCE_MEASURED if not f.sass.empty else th.CONFIDENCE_NO_LINES,
         would_raise="SourceCounters (--import-source yes) to point at the exact line"
         if "source" in f.missing
         else "",
         inflates=MEMORY_UNITS,
-        waste=waste,
+        waste=c.waste,
     )
 
 
@@ -210,8 +250,9 @@ def _uncoalesced_words(f: KernelFacts, op: str) -> str:
 
     A warp whose lanes sit a uniform stride ``S`` bytes apart (``S`` >= the access width ``w``) spans ``lanes x S``
     bytes, so it touches about ``lanes x S / 32`` sectors: the measured sectors per request of the worst executed
-    instruction give ``S = sectors x 32 / lanes``; once each lane has a sector of its own (sectors = lanes) the
-    distance is only known to be >= 32 bytes. Without per-instruction counters no distance is stated.
+    instruction give ``S = sectors x 32 / lanes``; once each lane has a sector of its own (sectors = lanes, within
+    COUNT_MATCH_TOLERANCE) the distance is only known to be >= 32 bytes. Without per-instruction counters no
+    distance is stated.
     """
     tail = "so the memory system moves whole 32-byte sectors for a few useful bytes each."
     worst = _worst_global_access(f, op)
@@ -222,7 +263,7 @@ def _uncoalesced_words(f: KernelFacts, op: str) -> str:
         )
     opcode, spr, ideal, width, lanes = worst
     where = f"{opcode} moves {spr:.3g} sectors per request against an ideal {ideal:.3g}"
-    if spr >= 0.9 * lanes:
+    if spr >= (1 - th.COUNT_MATCH_TOLERANCE) * lanes:
         return (
             f"Each lane of a warp {op}s from a 32-byte sector of its own ({where}): neighbouring lanes' addresses "
             f"are 32 bytes or more apart where {width} bytes would be contiguous, {tail}"
@@ -244,7 +285,9 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
         return None
     # Without executed counts the listing's mean width would count a cold scalar remainder loop as much as the
     # vector loop: the widest listed load is the conservative ideal for an estimate.
-    width = (f.sass.global_load_bytes_per_thread if f.sass.weighted else f.sass.global_load_max_bytes) or 4.0
+    width = (
+        f.sass.global_load_bytes_per_thread if f.sass.weighted else f.sass.global_load_max_bytes
+    ) or th.ASSUMED_ACCESS_BYTES
     ideal = max(1.0, width * th.WARP_SIZE / (th.SHARED_BANKS * th.SHARED_BANK_BYTES))
     if wpr <= ideal * th.COALESCING_TOLERANCE:
         return None
@@ -264,27 +307,16 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
             reference_value=ideal,
             metric="derived:l1_wavefronts_per_lsu_request",
         ),
-        Evidence(
-            name=f"{UNIT_WORDS[mem_unit]} used",
-            value=round(100 * mem_util, 1),
-            unit="% of peak",
-            reference="the waste is paid in the busiest memory level",
-            metric=unit_metric(f, mem_unit),
-        ),
+        unit_used(f, mem_unit, "the waste is paid in the busiest memory level", mem_util),
     ]
-    exp = [
-        Expectation(
-            metric="derived:l1_wavefronts_per_lsu_request",
-            direction=Direction.DOWN,
-            target=round(ideal, 1),
-            unit="wavefronts/request",
-            value_now=wpr_r,
-            label="L1 wavefronts per LSU request",
-        )
-    ]
-    t = time_expectation(f, savings)
-    if t:
-        exp.append(t)
+    wavefronts = Expectation(
+        metric="derived:l1_wavefronts_per_lsu_request",
+        direction=Direction.DOWN,
+        target=round(ideal, 1),
+        unit="wavefronts/request",
+        value_now=wpr_r,
+        label="L1 wavefronts per LSU request",
+    )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
         savings=savings,
@@ -301,12 +333,26 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
             "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles (the thread "
             "index should move along the contiguous dimension), or stage the tile through shared memory."
         ),
-        expect=exp,
-        confidence=0.5,
+        expect=with_duration(f, [wavefronts], savings),
+        confidence=th.CONFIDENCE_ESTIMATED,
         would_raise="the memory tables (--section MemoryWorkloadAnalysis_Tables) for the sectors per request",
         inflates=MEMORY_UNITS,
         waste=waste,
     )
+
+
+def _l2_reads(f: KernelFacts) -> tuple[float | None, float | None]:
+    """(L2 sectors the SMs read, less the excess sectors of uncoalesced accesses; sectors read from DRAM)."""
+    reads, dram_reads = f.v(L2_READ_SECTORS), f.v(DRAM_READ_SECTORS)
+    excess = (f.v(L2_THEORETICAL_SECTORS) or 0.0) - (f.v(L2_THEORETICAL_SECTORS_IDEAL) or 0.0)
+    if reads is not None and excess > 0:
+        reads = max(
+            0.0, reads - excess
+        )  # sectors of uncoalesced accesses are that rule's waste, not re-reads
+    if dram_reads is None:
+        dram_rd_bytes = f.v("dram__bytes_read.sum")
+        dram_reads = dram_rd_bytes / th.SECTOR_BYTES if dram_rd_bytes is not None else None
+    return reads, dram_reads
 
 
 def l2_rereads(f: KernelFacts) -> Mechanism | None:
@@ -318,36 +364,23 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
     Physics: ncu flushes the caches before each replay pass (``--cache-control all``, the default), so every byte
     the kernel reads crosses DRAM into L2 once; the L2 sectors the SMs read over the DRAM sectors read is the number
     of times each byte is fetched from L2 (L2_REREAD_FACTOR). The compulsory share of the L2 traffic is the inverse;
-    the rest is the waste, and with it gone the kernel runs at the pace of its next unit.
+    the rest is the waste, and with it gone the kernel runs at the pace of its next unit. L2 must be the busiest
+    unit (within UNIT_TIE_MARGIN) and above LATENCY_BOUND_FRACTION.
     """
     l2 = f.util.get("l2")
-    reads, dram_reads = f.v(L2_READ_SECTORS), f.v(DRAM_READ_SECTORS)
-    excess = (f.v(L2_THEORETICAL_SECTORS) or 0.0) - (f.v(L2_THEORETICAL_SECTORS_IDEAL) or 0.0)
-    if reads is not None and excess > 0:
-        reads = max(
-            0.0, reads - excess
-        )  # sectors of uncoalesced accesses are that rule's waste, not re-reads
-    if dram_reads is None:
-        dram_rd_bytes = f.v("dram__bytes_read.sum")
-        dram_reads = dram_rd_bytes / th.SECTOR_BYTES if dram_rd_bytes is not None else None
-    if l2 is None or reads is None or not dram_reads or l2 < th.LATENCY_BOUND_FRACTION or l2 < f.u_max - 0.05:
+    reads, dram_reads = _l2_reads(f)
+    if l2 is None or reads is None or not dram_reads or l2 < th.LATENCY_BOUND_FRACTION:
+        return None
+    if l2 < f.u_max - th.UNIT_TIE_MARGIN:
         return None
     factor = reads / dram_reads
     if factor < th.L2_REREAD_FACTOR:
         return None
     waste = 1.0 - 1.0 / factor
-    others = max((v for u, v in f.util.items() if u not in ("l2", "issue")), default=0.0)
-    after = max(l2 * (1.0 - waste), others)
-    savings = max(0.0, 1.0 - after / max(f.u_max, 1e-9))
+    savings = pace_savings(f, "l2", l2 * (1.0 - waste))
     factor_r = round(factor, 1)
     ev = [
-        Evidence(
-            name="L2 cache bandwidth used",
-            value=round(100 * l2, 1),
-            unit="% of peak",
-            reference="the busiest unit",
-            metric=unit_metric(f, "l2"),
-        ),
+        unit_used(f, "l2", "the busiest unit", l2),
         Evidence(
             name="L2 sectors read by the SMs",
             value=int(reads),
@@ -358,19 +391,14 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
             metric=L2_READ_SECTORS,
         ),
     ]
-    exp = [
-        Expectation(
-            metric=L2_READ_SECTORS,
-            direction=Direction.DOWN,
-            target=round(dram_reads * th.L2_REREAD_FACTOR, 0),
-            unit="sectors",
-            value_now=reads,
-            label="L2 sectors read by the SMs",
-        )
-    ]
-    t = time_expectation(f, savings)
-    if t:
-        exp.append(t)
+    sectors = Expectation(
+        metric=L2_READ_SECTORS,
+        direction=Direction.DOWN,
+        target=round(dram_reads * th.L2_REREAD_FACTOR, 0),
+        unit="sectors",
+        value_now=reads,
+        label="L2 sectors read by the SMs",
+    )
     return Mechanism(
         bottleneck=B.L2_BANDWIDTH_BOUND,
         savings=savings,
@@ -387,8 +415,8 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
             "Reuse on chip: larger tiles staged in shared memory (each operand loaded once per block and used by "
             "all its threads), keep reused values in registers, or swizzle/cluster the blocks that share data."
         ),
-        expect=exp,
-        confidence=0.7,
+        expect=with_duration(f, [sectors], savings),
+        confidence=th.CONFIDENCE_NO_LINES,
         would_raise="",
         inflates=("l2",),
         waste=waste,

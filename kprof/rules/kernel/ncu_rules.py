@@ -10,99 +10,80 @@ quotes ncu's rules as unverified findings when a diagnosis could not check a mec
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from kprof import thresholds as th
-from kprof.facts.kernel import KernelFacts, unit_metric
-from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS
+from kprof.facts.kernel import KernelFacts
+from kprof.facts.units import UNIT_WORDS
 from kprof.kernel_model import KernelLaunch
-from kprof.model import Direction, Evidence, Expectation, Finding
-from kprof.rules.kernel.common import B, Mechanism, pc, scale_to_limiter, time_expectation
-
-# When kprof's own counters are absent (a --page details CSV keeps ncu's rule results but drops the
-# memory tables), ncu's rules still quote the measured excess ("3670016 excessive sectors (78% of the
-# total ...)"). That measurement, not the rule's verdict or its speedup estimate, is used: kprof still
-# decides whether the waste explains the gap (the inflated unit must be the busy one), at lower confidence.
-_RULE_WASTE = {
-    "UncoalescedGlobalAccess": (
-        re.compile(r"\(([\d.]+)% of the total"),
-        B.UNCOALESCED_GLOBAL_ACCESS,
-        MEMORY_UNITS,
-    ),
-    "UncoalescedSharedAccess": (re.compile(r"\(([\d.]+)% of the total"), B.SHARED_BANK_CONFLICTS, ("l1",)),
-    "SharedMemoryConflicts": (
-        re.compile(r"represent ([\d.]+)% of the overall"),
-        B.SHARED_BANK_CONFLICTS,
-        ("l1",),
-    ),
-}
+from kprof.model import Bottleneck, Direction, Evidence, Expectation, Finding
+from kprof.rules.kernel.common import B, Mechanism, pc, scale_to_limiter, unit_used, with_duration
 
 
-def from_ncu_rule(f: KernelFacts, rule_name: str) -> Mechanism | None:
-    r = f.k.rule(rule_name)
-    if r is None or rule_name not in _RULE_WASTE:
-        return None
-    pattern, bott, units = _RULE_WASTE[rule_name]
-    m = pattern.search(r.message)
-    if not m:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuotedRule:
+    """How a kprof rule reads the excess one of ncu's rules quotes, and says what it means."""
+
+    rule: str
+    """ncu's rule identifier (``UncoalescedGlobalAccess``)."""
+    share: re.Pattern[str]
+    """Where the message quotes the excess as a percentage ("(78% of the total")."""
+    bottleneck: Bottleneck
+    units: tuple[str, ...]
+    """The units the excess inflates; the busiest of them pays for it."""
+    what: str
+    """What the excess is made of, for the evidence ("global memory sectors")."""
+    headline: str
+    """The headline up to its comma, with ``{waste}`` where the quoted percentage goes."""
+    mechanism: str
+    fix: str
+    expect_metric: str
+    expect_label: str
+
+
+def quoted_mechanism(f: KernelFacts, q: QuotedRule) -> Mechanism | None:
+    """The mechanism ncu's rule ``q.rule`` measured, when the report quotes it and kprof's own counters are absent.
+
+    A ``--page details`` CSV keeps ncu's rule results but drops the memory tables; ncu's rules still quote the
+    measured excess ("3670016 excessive sectors (78% of the total ..."). That measurement, not the rule's verdict
+    or its speedup estimate, is used: the waste must reach COALESCING_TOLERANCE like kprof's own, and it costs
+    time only in proportion to how busy the inflated unit is (at CONFIDENCE_PARTIAL).
+    """
+    r = f.k.rule(q.rule)
+    m = q.share.search(r.message) if r is not None else None
+    if m is None:
         return None
     waste = min(1.0, float(m.group(1)) / 100.0)
     if waste < 1.0 - 1.0 / th.COALESCING_TOLERANCE:
         return None
-    unit = max((u for u in units if u in f.util), key=lambda u: f.util[u], default=None)
+    unit = max((u for u in q.units if u in f.util), key=lambda u: f.util[u], default=None)
     if unit is None:
         return None
     savings = waste * scale_to_limiter(f, f.util[unit])
-    what = "global memory sectors" if bott is B.UNCOALESCED_GLOBAL_ACCESS else "shared-memory wavefronts"
     ev = [
         Evidence(
-            name=f"excess {what} (quoted by ncu's {rule_name} rule)",
+            name=f"excess {q.what} (quoted by ncu's {q.rule} rule)",
             value=round(100 * waste, 1),
             unit="%",
             reference="0% for coalesced, conflict-free access; measured by ncu's source counters",
-            metric=rule_name,
+            metric=q.rule,
         ),
-        Evidence(
-            name=f"{UNIT_WORDS[unit]} used",
-            value=round(100 * f.util[unit], 1),
-            unit="% of peak",
-            reference="the waste is paid in this unit, the busiest one",
-            metric=unit_metric(f, unit),
-        ),
+        unit_used(f, unit, "the waste is paid in this unit, the busiest one"),
     ]
-    t = time_expectation(f, savings)
-    if bott is B.UNCOALESCED_GLOBAL_ACCESS:
-        head = f"Uncoalesced global access: {pc(waste)}% of the global memory sectors carry no requested data"
-        mech = (
-            "Neighbouring lanes of a warp access scattered addresses, so each warp-wide access touches many "
-            "32-byte sectors and the memory system moves whole sectors for a few useful bytes each."
-        )
-        fix = (
-            "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles, change "
-            "the data layout (structure of arrays), or stage the tile through shared memory."
-        )
-        exp_metric, label = "derived:global_sectors_per_request", "global sectors per request"
-    else:
-        head = f"Shared-memory bank conflicts: {pc(waste)}% of the shared-memory wavefronts are replays"
-        mech = (
-            "Several lanes of a warp address different words in the same bank (typically a column of a "
-            "row-major tile), so each access is split into one wavefront per conflicting word."
-        )
-        fix = "Pad the shared array by one word per row (e.g. tile[32][33]) or swizzle the index."
-        exp_metric, label = "derived:shared_wavefronts_per_request", "shared-memory wavefronts per request"
-    exp = [Expectation(metric=exp_metric, direction=Direction.DOWN, label=label)]
-    if t:
-        exp.append(t)
     return Mechanism(
-        bottleneck=bott,
+        bottleneck=q.bottleneck,
         savings=savings,
-        headline=head + f", and {UNIT_WORDS[unit]} is the busiest unit ({pc(f.util[unit])}% of peak).",
+        headline=q.headline.format(waste=pc(waste))
+        + f", and {UNIT_WORDS[unit]} is the busiest unit ({pc(f.util[unit])}% of peak).",
         evidence=ev,
-        mechanism=mech,
-        fix=fix,
-        expect=exp,
-        confidence=0.6,
+        mechanism=q.mechanism,
+        fix=q.fix,
+        expect=with_duration(
+            f, [Expectation(metric=q.expect_metric, direction=Direction.DOWN, label=q.expect_label)], savings
+        ),
+        confidence=th.CONFIDENCE_PARTIAL,
         would_raise="kprof's own sector/wavefront counts: the raw page (--page raw) or the .ncu-rep itself",
-        inflates=units,
+        inflates=q.units,
         waste=waste,
     )
 

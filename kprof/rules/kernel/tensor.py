@@ -5,7 +5,7 @@ from __future__ import annotations
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts, metric_value
 from kprof.model import Direction, Evidence, Expectation
-from kprof.rules.kernel.common import B, Mechanism, pc, time_expectation
+from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
 
 
 def _path_metric(path: str) -> str:
@@ -48,19 +48,14 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
             metric=f"{_path_metric(best_path)}.sum.peak_sustained_elapsed.per_second",
         ),
     ]
-    exp = [
-        Expectation(
-            metric="derived:tensor_utilization",
-            direction=Direction.UP,
-            target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
-            unit="%",
-            value_now=metric_value(f.k, "derived:tensor_utilization"),
-            label="tensor FLOP/s as % of the fastest path's peak",
-        )
-    ]
-    t = time_expectation(f, savings, fix_unit="tensor")
-    if t:
-        exp.append(t)
+    tensor = Expectation(
+        metric="derived:tensor_utilization",
+        direction=Direction.UP,
+        target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
+        unit="%",
+        value_now=metric_value(f.k, "derived:tensor_utilization"),
+        label="tensor FLOP/s as % of the fastest path's peak",
+    )
     return Mechanism(
         bottleneck=B.TENSOR_CORE_BOUND,
         savings=savings,
@@ -78,8 +73,8 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
             "Use the fastest MMA the GPU has for this data type: on sm_90, warpgroup MMA (wgmma / HGMMA) with TMA "
             "loads, through CUTLASS 3.x, cuBLAS(Lt), or Triton's Hopper matmul, instead of mma.sync/WMMA."
         ),
-        expect=exp,
-        confidence=0.75,
+        expect=with_duration(f, [tensor], savings, fix_unit="tensor"),
+        confidence=th.CONFIDENCE_CONSISTENT,
         would_raise="",
         inflates=("tensor",),
         waste=0.0,

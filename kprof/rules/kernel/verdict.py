@@ -18,14 +18,15 @@ from kprof.facts.kernel import (
 )
 from kprof.facts.names import DURATION
 from kprof.facts.units import MEMORY_UNITS, UNIT_PRIORITY, USEFUL_UNITS
-from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict
 from kprof.rules.kernel.common import (
     B,
     Mechanism,
-    after_command,
+    after_change,
+    findings_of,
     fmt_ns,
     missing_command,
-    ncu_command,
+    recapture,
     subject,
     time_expectation,
 )
@@ -37,26 +38,14 @@ def verdict(f: KernelFacts, found: list[Mechanism]) -> Diagnosis:
     """The launch's diagnosis from its facts and the mechanisms that fired (see the module docstring)."""
     if "sol" in f.missing:
         return _partial_report(f, found)
-    # Useful work per unit: a unit's utilisation less the share of it that a mechanism shows to be waste
-    # (sectors nobody asked for, replayed wavefronts, masked lanes). The kernel cannot finish faster than
-    # its most loaded useful unit allows, so no mechanism can win more than the remaining gap.
-    useful: dict[str, float] = {}
-    for u in USEFUL_UNITS:
-        if u in f.util:
-            waste = max((m.waste for m in found if u in m.inflates), default=0.0)
-            useful[u] = f.util[u] * (1.0 - waste)
-    u_roof = max(useful.values(), default=0.0)
-    wrong_roof = any(m.blocks_healthy for m in found)
-    at_roof = [u for u in UNIT_PRIORITY if useful.get(u, 0.0) >= th.HEALTHY_FRACTION_OF_PEAK]
-    if at_roof and not wrong_roof and f.fills_gpu():
-        unit = at_roof[0]
-        if not (unit in MEMORY_UNITS and "memory" in f.missing and not traffic_is_required(f, unit)):
-            advice = [m for m in found if m.bottleneck is B.NO_TENSOR_CORES]
-            return healthy(f, unit, f.util[unit], th.HEALTHY_FRACTION_OF_PEAK, advice)
+    useful = _useful(f, found)
+    done = _healthy_verdict(f, found, useful)
+    if done is not None:
+        return done
     # The time a fix can win is bounded by the work that stays: the busiest unit's useful share, and
     # the instruction issue that remains once the waste is gone (the kernel still executes its instructions),
     # and by the physical floor of the work (kernel_floor_ns) on the unit the fix uses.
-    floor = u_roof
+    floor = max(useful.values(), default=0.0)
     if "issue" in f.util:
         issue_waste = max((m.waste for m in found if "issue" in m.inflates), default=0.0)
         floor = max(floor, f.util["issue"] * (1.0 - issue_waste))
@@ -64,17 +53,41 @@ def verdict(f: KernelFacts, found: list[Mechanism]) -> Diagnosis:
     for m in found:
         _bound_savings(f, m, None if m.blocks_healthy else gap)
     mechs = sorted((m for m in found if m.savings >= th.MIN_MECHANISM_SAVINGS), key=lambda m: -m.savings)
-    unit, util = f.limiter()
-    needs = {"memory"} if unit in MEMORY_UNITS else {"instructions"} if unit == "issue" else set()
-
     if mechs and mechs[0].savings >= th.MIN_PRIMARY_SAVINGS:
         return _mechanism_diagnosis(f, mechs, gap)
+    unit, util = f.limiter()
+    needs = {"memory"} if unit in MEMORY_UNITS else {"instructions"} if unit == "issue" else set()
     # Below the roof the stall reasons decide between latency and the unit (a memory level is the limit only when
     # its own queue is full): they are needed for every kernel whose busiest memory level is not at its roof.
     wants_stalls = util < th.LATENCY_BOUND_FRACTION or (
         unit in MEMORY_UNITS and util < th.HEALTHY_FRACTION_OF_PEAK
     )
     return resource_diagnosis(f, mechs, needs | ({"stalls"} if wants_stalls else set()), found)
+
+
+def _useful(f: KernelFacts, found: list[Mechanism]) -> dict[str, float]:
+    """Useful work per unit: a unit's utilisation less the share of it that a mechanism shows to be waste
+    (sectors nobody asked for, replayed wavefronts, masked lanes). The kernel cannot finish faster than
+    its most loaded useful unit allows, so no mechanism can win more than the remaining gap."""
+    useful: dict[str, float] = {}
+    for u in USEFUL_UNITS:
+        if u in f.util:
+            waste = max((m.waste for m in found if u in m.inflates), default=0.0)
+            useful[u] = f.util[u] * (1.0 - waste)
+    return useful
+
+
+def _healthy_verdict(f: KernelFacts, found: list[Mechanism], useful: dict[str, float]) -> Diagnosis | None:
+    """Healthy when a unit's useful work is at HEALTHY_FRACTION_OF_PEAK (the first such unit in priority order), no
+    mechanism says the roof is the wrong one, and the grid fills the GPU; a memory level only when its traffic is
+    known to be required (the memory tables, or ncu's per-instruction ideal sectors)."""
+    at_roof = [u for u in UNIT_PRIORITY if useful.get(u, 0.0) >= th.HEALTHY_FRACTION_OF_PEAK]
+    if not at_roof or any(m.blocks_healthy for m in found) or not f.fills_gpu():
+        return None
+    unit = at_roof[0]
+    if unit in MEMORY_UNITS and "memory" in f.missing and not traffic_is_required(f, unit):
+        return None
+    return healthy(f, unit, [m for m in found if m.bottleneck is B.NO_TENSOR_CORES])
 
 
 def _bound_savings(f: KernelFacts, m: Mechanism, gap: float | None) -> None:
@@ -92,6 +105,7 @@ def _bound_savings(f: KernelFacts, m: Mechanism, gap: float | None) -> None:
 
 
 def _mechanism_diagnosis(f: KernelFacts, mechs: list[Mechanism], gap: float) -> Diagnosis:
+    """The top mechanism is the bottleneck; the others are findings with their share of the gap."""
     k = f.k
     top = mechs[0]
     gap = max(top.savings, gap)
@@ -112,17 +126,8 @@ def _mechanism_diagnosis(f: KernelFacts, mechs: list[Mechanism], gap: float) -> 
         confidence=Confidence(
             value=top.confidence, would_raise=top.would_raise or "a before/after pair (kprof compare)"
         ),
-        next_step=after_command(k, f.cooperative, f.source)
-        + (f" For line-level detail: `{missing}`" if missing else ""),
-        findings=tuple(
-            Finding(
-                bottleneck=m.bottleneck,
-                headline=m.headline,
-                evidence=tuple(m.evidence[:3]),
-                share=round(min(1.0, m.savings / gap), 3),
-            )
-            for m in mechs[1:]
-        ),
+        next_step=after_change(f) + (f" For line-level detail: `{missing}`" if missing else ""),
+        findings=findings_of(mechs[1:], gap),
     )
 
 
@@ -164,18 +169,16 @@ def _partial_report(f: KernelFacts, found: list[Mechanism]) -> Diagnosis:
         fix=top.fix,
         expect=tuple(top.expect),
         confidence=Confidence(
-            value=min(0.5, top.confidence - 0.25),
+            value=min(th.CONFIDENCE_ESTIMATED, top.confidence - th.CONFIDENCE_NO_SOL_PENALTY),
             would_raise="the SpeedOfLight section, to weigh the waste against the unit that limits the kernel",
         ),
-        next_step=f"Collect the missing section: `{ncu_command(k, '--section SpeedOfLight', cooperative=f.cooperative, source=f.source)}`",
-        findings=tuple(
-            Finding(bottleneck=m.bottleneck, headline=m.headline, evidence=tuple(m.evidence[:3]), share=None)
-            for m in usable[1:]
-        ),
+        next_step=f"Collect the missing section: `{recapture(f, '--section SpeedOfLight')}`",
+        findings=findings_of(usable[1:], None),
     )
 
 
 def _inconclusive_no_sol(f: KernelFacts) -> Diagnosis:
+    """No SpeedOfLight and no mechanism the counters establish alone: what the report has, and the capture to take."""
     k = f.k
     ev: list[Evidence] = [
         Evidence(
@@ -232,7 +235,7 @@ def _inconclusive_no_sol(f: KernelFacts) -> Diagnosis:
             ),
         ),
         confidence=Confidence(
-            value=0.2, would_raise="the SpeedOfLight section (or --set full) for this kernel"
+            value=th.CONFIDENCE_NO_SOL, would_raise="the SpeedOfLight section (or --set full) for this kernel"
         ),
-        next_step=f"Profile it with the full set: `{ncu_command(k, cooperative=f.cooperative, source=f.source)}`",
+        next_step=f"Profile it with the full set: `{recapture(f)}`",
     )
