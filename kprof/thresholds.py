@@ -400,6 +400,32 @@ OCCUPANCY_FEW_WARPS_PCT = 25.0
 Ampere, 4 warps per scheduler) the mechanism says there are too few warps to hide each other's latency. Half of
 OCCUPANCY_LOW_FRACTION; it chooses a sentence, not a verdict."""
 
+# Static SASS (``kprof profile sass``, kprof/capture_sass.py): what the compiler emitted, without counters.
+
+STATIC_CONFIDENCE_CAP = 0.35
+"""Highest confidence a static finding gets. Static SASS shows what was emitted, never how often it
+ran or what it cost (no executed-instruction counts, no stall samples, no memory traffic); a finding
+here is a suspect that one ncu capture confirms or clears, so it stays well under the 0.5 that a
+measured-but-unexplained counter gets in the kernel stage."""
+
+STATIC_LOCAL_MEMORY_CONFIDENCE = STATIC_CONFIDENCE_CAP
+"""LDL/STL in the listing is certain; whether they matter is not (loop or cold path?)."""
+
+STATIC_NO_TENSOR_CORES_CONFIDENCE = 0.25
+"""Lower still: an FFMA-heavy listing is matrix-like only by guess; the kernel may not multiply
+matrices at all, and only the kernel's author knows."""
+
+STATIC_NO_TENSOR_CORES_FFMA_SHARE = 0.20
+"""FFMA share of all static instructions at or above which a kernel without MMA is flagged. Measured on
+the H200 machine (nvcc 13.0, sm_90): the tiled SGEMM of data/samples/workloads (``sgemm_smem_tiled``)
+is 26% FFMA (112 of 424 instructions: the unrolled inner product among address math, shared-memory
+loads and the epilogue); elementwise and reduction kernels sit far below a fifth. Higher than
+MATRIX_LIKE_FFMA_SHARE, which applies with counters: there the SASS data flow (loaded, reused
+multiplicands) decides, here the share is all there is."""
+
+STATIC_CLEAN_CONFIDENCE = 0.2
+"""For a listing with no red flag: it says little about what limits the kernel."""
+
 # Confidence of a kernel diagnosis: an ordinal scale, not a calibrated probability. Each level says what the
 # diagnosis rests on; benchmarks/accuracy.py scores the bottleneck and verdict, not these values.
 

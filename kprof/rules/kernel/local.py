@@ -1,13 +1,17 @@
-"""``local_memory_spill``: per-thread data in local memory (register spills or run-time indexed arrays)."""
+"""``local_memory_spill``: per-thread data in local memory (register spills or run-time indexed arrays), from the
+counters (:func:`local_memory`) or, without them, from a binary's SASS (:func:`static_local_memory`)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts, metric_value
 from kprof.facts.names import LLD_SECTORS, LST_SECTORS
 from kprof.facts.stalls import GLOBAL_STALLS
+from kprof.facts.static import StaticKernel
 from kprof.facts.units import MEMORY_UNITS
-from kprof.model import Direction, Evidence, Expectation
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
 from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
 
 _MECHANISM = (
@@ -130,3 +134,79 @@ def _evidence(f: KernelFacts, local: float, share: float, share_metric: str, lin
             )
         )
     return ev
+
+
+# ------------------------------------------------------------------------------------ static SASS (no counters)
+def static_local_memory(sk: StaticKernel, findings: Sequence[Finding] = ()) -> Diagnosis | None:
+    """LDL/STL in a binary's SASS (``kprof profile sass``): a suspect, never a verdict.
+
+    Without counters, how often the LDL/STL run (a loop or a cold path) is unknown: the diagnosis is inconclusive at
+    STATIC_LOCAL_MEMORY_CONFIDENCE and names the ncu capture that settles it. An address computed from a register
+    other than the stack pointer R1 is a run-time indexed array; constant offsets from R1 are register spills.
+    """
+    s = sk.sass
+    local = s.local_loads + s.local_stores
+    if not local:
+        return None
+    kind = s.local_kind or "register_spill"
+    if kind == "dynamic_index":
+        mechanism = (
+            "A local-memory address is computed at run time (an LDL/STL whose address uses a register "
+            "other than the stack pointer R1): a per-thread array indexed by a variable cannot live in "
+            "registers, so it lives in local memory, which is off-chip DRAM cached in L1/L2."
+        )
+        fix = (
+            "Make the indices compile-time constants (fully unroll the loops over the array), or keep "
+            "the table in shared memory (one copy per block) or in registers through a switch."
+        )
+    else:
+        mechanism = (
+            f"The kernel needs more live values than the registers ptxas allowed (REG {sk.registers}); "
+            "the excess is spilled to local memory at constant offsets from the stack pointer "
+            "(STL to save, LDL to reload), off-chip DRAM cached in L1/L2."
+        )
+        fix = (
+            "Lower register pressure: smaller unroll factors or tiles, fewer values kept live across "
+            "loops; check __launch_bounds__/maxrregcount are not capping registers too hard."
+        )
+    stack = f", stack frame {sk.stack_bytes} B" if sk.stack_bytes else ""
+    return Diagnosis(
+        subject=sk.subject,
+        bottleneck=B.LOCAL_MEMORY_SPILL,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"The SASS{sk.in_binary} holds {int(local)} local-memory instructions (LDL {int(s.local_loads)}, "
+        f"STL {int(s.local_stores)}{stack}): "
+        f"{'a dynamically indexed array' if kind == 'dynamic_index' else 'register spills'}, "
+        "a suspect until counters show the traffic.",
+        evidence=(
+            Evidence(
+                name="LDL instructions (static)",
+                value=int(s.local_loads),
+                reference="0 when nothing lives in local memory",
+            ),
+            Evidence(
+                name="STL instructions (static)",
+                value=int(s.local_stores),
+                reference="0 when nothing lives in local memory",
+            ),
+            Evidence(name="stack frame", value=sk.stack_bytes, unit="B", reference="cuobjdump STACK"),
+            sk.evidence()[1],
+        ),
+        mechanism=mechanism,
+        fix=fix,
+        expect=(
+            Expectation(
+                metric="smsp__sass_inst_executed_op_local_ld.sum",
+                direction=Direction.DOWN,
+                target=0,
+                label="executed local loads",
+            ),
+        ),
+        confidence=Confidence(
+            value=th.STATIC_LOCAL_MEMORY_CONFIDENCE,
+            would_raise="static SASS cannot say how often the LDL/STL run: an ncu capture "
+            "(local-memory traffic, L1 hit rate, stall reasons) would",
+        ),
+        next_step=sk.next_step,
+        findings=tuple(findings),
+    )

@@ -1,5 +1,6 @@
 """Matrix products on the FP32 pipes: ``no_tensor_cores`` (the data flow of a matrix product, no MMA in the SASS),
-and L1/L2 saturated by operand reloads (a thread tile too small to reuse its loads).
+and L1/L2 saturated by operand reloads (a thread tile too small to reuse its loads); without counters, an
+FFMA-heavy listing without MMA (:func:`static_no_tensor_cores`).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from dataclasses import dataclass
 from kprof import thresholds as th
 from kprof.diagnose.roofline import TENSOR_PIPE_METRICS
 from kprof.facts.kernel import KernelFacts, metric_value, unit_metric
+from kprof.facts.static import StaticKernel
 from kprof.facts.units import UNIT_WORDS
-from kprof.model import Direction, Evidence, Expectation
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
 from kprof.rules.kernel.common import B, Mechanism, cap, pace_savings, pc, unit_used, with_duration
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT
 
@@ -303,4 +305,51 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
         inflates=(unit,),
         waste=max(0.0, 1.0 - balance / ratio),
         blocks_healthy=True,
+    )
+
+
+# ------------------------------------------------------------------------------------ static SASS (no counters)
+def static_matrix_suspect(sk: StaticKernel) -> bool:
+    """No MMA instruction and FFMA at least STATIC_NO_TENSOR_CORES_FFMA_SHARE of the listing: matrix work may run on
+    the FP32 pipes. A guess: without executed counts or the data flow of the hot loop, only the share is known."""
+    return sk.sass.mma == 0 and sk.ffma_share >= th.STATIC_NO_TENSOR_CORES_FFMA_SHARE
+
+
+def static_no_tensor_cores_finding(sk: StaticKernel) -> Finding | None:
+    """:func:`static_matrix_suspect` as a secondary finding (beside local memory)."""
+    if not static_matrix_suspect(sk):
+        return None
+    ev = sk.evidence()
+    return Finding(
+        bottleneck=B.NO_TENSOR_CORES,
+        headline=f"No tensor-core instruction and FFMA is {100 * sk.ffma_share:.0f}% of the SASS: "
+        "if this is matrix work, it runs on the FP32 pipes.",
+        evidence=(ev[2], ev[4]),
+    )
+
+
+def static_no_tensor_cores(sk: StaticKernel) -> Diagnosis | None:
+    """:func:`static_matrix_suspect` as the diagnosis: inconclusive at STATIC_NO_TENSOR_CORES_CONFIDENCE (only the
+    kernel's author knows whether it multiplies matrices)."""
+    if not static_matrix_suspect(sk):
+        return None
+    ev = sk.evidence()
+    return Diagnosis(
+        subject=sk.subject,
+        bottleneck=B.NO_TENSOR_CORES,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"No HMMA/HGMMA in the SASS{sk.in_binary} and FFMA is {100 * sk.ffma_share:.0f}% of it: "
+        "if this kernel multiplies matrices, it runs on the FP32 pipes at a fraction of the "
+        "tensor-core rate.",
+        evidence=(ev[2], ev[4], ev[0]),
+        mechanism="Matrix products written as scalar multiply-adds compile to FFMA; only mma/wgmma "
+        "(WMMA, CUTLASS, cuBLAS, Triton tl.dot) emit tensor-core instructions.",
+        fix="If it is a matrix product: call cuBLAS/cuBLASLt (torch.matmul), or write it with "
+        "WMMA/CUTLASS/Triton tl.dot in bf16/fp16/tf32 so that HMMA/HGMMA is emitted.",
+        confidence=Confidence(
+            value=th.STATIC_NO_TENSOR_CORES_CONFIDENCE,
+            would_raise="only the kernel's author knows if it is matrix work; an ncu capture "
+            "would show whether the FP32 pipe is the saturated resource",
+        ),
+        next_step=sk.next_step,
     )
