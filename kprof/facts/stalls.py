@@ -16,8 +16,10 @@ _STALL_PATTERNS = (
     re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$"),
     re.compile(r"^smsp__average_warp_latency_issue_stalled_(\w+?)\.ratio$"),
 )
-_PCSAMP_STALL = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)$")
-_NOT_STALLS = {"selected", "not_selected", "sleeping"}
+PCSAMP_STALL = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)$")
+"""A per-PC stall sample counter of the SourceCounters section; group 1 is the reason."""
+NOT_STALLS = {"selected", "not_selected", "sleeping"}
+"""Sample reasons that are not stalls (the warp issued, or chose to sleep)."""
 GLOBAL_STALLS = ("long_scoreboard", "lg_throttle", "drain")
 """Stall reasons that global/local memory traffic causes (waiting on L1TEX results, a full LSU queue)."""
 ATOMIC_STALLS = ("drain", "lg_throttle", "membar", "long_scoreboard")
@@ -57,15 +59,15 @@ def _stalls(k: KernelLaunch) -> tuple[dict[str, float], str]:
             hit = pat.match(name)
             if hit and not isinstance(m.value, str):
                 reason = hit.group(1)
-                if reason not in _NOT_STALLS and float(m.value) > 0:
+                if reason not in NOT_STALLS and float(m.value) > 0:
                     out[reason] = float(m.value)
         if out:
             return dict(sorted(out.items(), key=lambda kv: -kv[1])), kind
     samples: dict[str, float] = {}
     for line in k.sass:
         for cname, v in line.counters.items():
-            hit = _PCSAMP_STALL.match(cname)
-            if hit and hit.group(1) not in _NOT_STALLS and not cname.endswith("_not_issued"):
+            hit = PCSAMP_STALL.match(cname)
+            if hit and hit.group(1) not in NOT_STALLS and not cname.endswith("_not_issued"):
                 samples[hit.group(1)] = samples.get(hit.group(1), 0.0) + v
     out = dict(sorted(((r, v) for r, v in samples.items() if v > 0), key=lambda kv: -kv[1]))
     return out, "pc_samples"
