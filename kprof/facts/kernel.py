@@ -68,6 +68,7 @@ UNDER_NCU = "measured under ncu"
 
 
 def sum_present(k: KernelLaunch, names: Iterable[str]) -> float | None:
+    """The sum of the metrics of ``names`` the report holds; None when it holds none."""
     vals = [k.value(n) for n in names]
     present = [v for v in vals if v is not None]
     return sum(present) if present else None
@@ -154,6 +155,7 @@ def metric_value(k: KernelLaunch, name: str) -> float | None:
 
 
 def _sass_value(k: KernelLaunch, name: str) -> float | None:
+    """A ``sass:`` quantity: a documented SASS fact, or a per-PC counter summed over the listing."""
     what = name.removeprefix("sass:")
     if not k.sass:
         return None
@@ -191,6 +193,7 @@ def _excess(actual: float | None, ideal: float | None) -> float | None:
 
 
 def shared_requests(k: KernelLaunch, *ops: str) -> float | None:
+    """Shared-memory instructions of the kinds ``ops`` (``ld`` includes LDSM, ``st``, ``atom``)."""
     hits = [
         h
         for h in (
@@ -221,6 +224,7 @@ def _tail_efficiency(w: float | None) -> float | None:
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b``, None when either is missing or ``b`` is 0."""
     if a is None or b is None or b == 0:
         return None
     return a / b
@@ -228,6 +232,8 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 @dataclass(slots=True)
 class KernelFacts:
+    """What the kernel rules read about one launch, computed once (:func:`build_facts`)."""
+
     k: KernelLaunch
     roof: Roofline
     sass: SassSummary

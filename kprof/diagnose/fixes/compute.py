@@ -11,6 +11,7 @@ from kprof.model import Verdict
 
 
 def divergence(c: Context) -> Text:
+    """Where the warps split, and a warp-uniform branch in the kernel's language."""
     w = c.top
     mech = ""
     if w is not None and w.line is not None:
@@ -47,6 +48,7 @@ def divergence(c: Context) -> Text:
 
 
 def _fma_dtype(c: Context) -> str:
+    """The data type of the FMAs on the responsible lines (``fp32`` when unknown)."""
     for w in c.where:
         dt = ki.fma_dtype(w.instruction) if w.instruction else None
         if dt:
@@ -183,6 +185,7 @@ def _ntc_library(c: Context, path: ki.MatrixPath) -> str | None:
 
 
 def tensor_core(c: Context) -> Text:
+    """The faster MMA path (wgmma/TMA on Hopper) or how to feed the tensor cores, for the kernel's language."""
     if c.d.verdict is not Verdict.FIX or c.top is None:
         return "", None
     ins = c.top.instruction
@@ -248,6 +251,7 @@ _RUNTIME_DIV = re.compile(r"[%/]=?\s*\(?\s*([A-Za-z_]\w*)\b(?!\s*\()")
 
 
 def instructions(c: Context) -> Text:
+    """Run-time divisions and index math on the responsible line, and how to take them out."""
     mech = where_sentence(c, "overhead instructions")
     w = c.top
     if c.is_cuda and w is not None and w.text:

@@ -70,6 +70,7 @@ class Context:
 
 
 def pct(share: float | None) -> str:
+    """A share as a percentage for a sentence (``42%``, ``3.1%``); "" when unknown."""
     if share is None:
         return ""
     v = 100 * share
@@ -116,6 +117,7 @@ def keep_with_line(c: Context) -> str | None:
 
 
 def sass_index(c: Context, w: SourceLine | None) -> int | None:
+    """The index in the SASS listing of a responsible line's instruction."""
     if w is None or w.pc is None or not c.k.sass:
         return None
     entry = min(s.pc for s in c.k.sass)

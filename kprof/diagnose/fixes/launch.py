@@ -9,6 +9,7 @@ from kprof.diagnose.fixes.source import SHARED_DECL, clip, hot_loop, strip_comme
 
 
 def grid(c: Context) -> Text:
+    """How to launch more blocks: split the hot loop, more programs, batched calls."""
     blocks = c.evidence_value("launch__grid_size")
     target = c.evidence_reference("launch__grid_size")
     n = f"{int(blocks)} blocks" if blocks else "this few blocks"
@@ -62,6 +63,7 @@ def grid(c: Context) -> Text:
 
 
 def tail(c: Context) -> Text:
+    """How to size the grid to whole waves, for the kernel's language."""
     if c.lang in (L.TRITON, L.INDUCTOR):
         return "", (
             "Choose BLOCK sizes so the number of programs is a whole number of waves, or make the kernel persistent "
@@ -76,6 +78,7 @@ def tail(c: Context) -> Text:
 
 
 def occupancy(c: Context) -> Text:
+    """The declaration that sets the limiting resource (shared memory), or the Triton knobs."""
     mech = where_sentence(c, "warp stall samples")
     if c.is_cuda and "shared memory" in c.d.fix:
         dyn = re.search(r"extern\s+__shared__\s+[\w:]+\s+(\w+)\s*\[\s*\]", strip_comments(c.source))

@@ -127,6 +127,7 @@ def _layout(c: Context) -> str:
 
 
 def bank_conflicts(c: Context) -> Text:
+    """The padding (or swizzle) of the ``__shared__`` array the responsible line indexes."""
     mech = where_sentence(c, "excess shared-memory wavefronts")
     w = c.top
     if c.is_cuda:
@@ -193,6 +194,7 @@ def _static_line(c: Context, mnemonics: tuple[str, ...]) -> SourceLine | None:
 
 
 def local_memory(c: Context) -> Text:
+    """The per-thread array indexed at run time on the responsible line, and where it can live instead."""
     mech = where_sentence(c, "local-memory sectors")
     if c.is_cuda:
         w = c.top or _static_line(c, ("LDL", "STL"))
@@ -243,6 +245,7 @@ def local_memory(c: Context) -> Text:
 
 
 def _atomic_kind(c: Context) -> str:
+    """``float``, ``int`` or ``unknown``: the type the responsible atomic updates."""
     ins = c.top.instruction if c.top else ""
     if re.search(r"\.F32|\.F64|\.F16|\.BF16", ins):
         return "float"
@@ -264,6 +267,7 @@ def _atomic_bins(text: str) -> tuple[str, int] | None:
 
 
 def atomics(c: Context) -> Text:
+    """A warp (or bin) reduction before the atomic on the responsible line."""
     mech = where_sentence(c, "executed atomics")
     kind = _atomic_kind(c)
     top = c.top

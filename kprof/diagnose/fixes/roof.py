@@ -12,6 +12,7 @@ from kprof.model import Verdict
 
 
 def latency(c: Context) -> Text:
+    """What the warps wait on at the responsible line (a dependent gather, too little work per program)."""
     mech = where_sentence(c, "warp stall samples")
     i = sass_index(c, c.top)
     gather = i is not None and c.k.sass[i].mnemonic in ("LDG", "LD") and address_from_load(c.k.sass, i)
@@ -65,6 +66,7 @@ def latency(c: Context) -> Text:
 
 
 def resource(c: Context) -> Text:
+    """A busy unit short of its roof, for the kernel's language (tile sizes, contiguous inputs, fusion)."""
     mech = where_sentence(c, "traffic")
     if c.d.verdict is Verdict.HEALTHY:
         return healthy(c)
@@ -110,6 +112,7 @@ def resource(c: Context) -> Text:
 
 
 def healthy(c: Context) -> Text:
+    """Less work, for the kernel's language (the kernel is at its roof)."""
     if c.lang is L.PYTORCH:
         return "", (
             "This PyTorch kernel is at its roof; to go faster launch less of it: fuse it with its producer or "

@@ -9,6 +9,7 @@ from kprof.kernel_model import KernelLaunch
 
 
 def clip(text: str, n: int = 90) -> str:
+    """One line of source for a sentence: whitespace collapsed, a trailing comment dropped, at most ``n`` chars."""
     t = " ".join(text.split())
     t = re.sub(r"\s*(//|#).*$", "", t) or t  # drop a trailing comment
     return t if len(t) <= n else t[: n - 3] + "..."
@@ -142,6 +143,7 @@ def shared_declaration(source: str, line: str) -> tuple[str, str, list[str]] | N
 
 
 def padded(dim: str) -> str:
+    """A ``__shared__`` dimension one word longer."""
     d = dim.strip()
     return str(int(d) + 1) if d.isdigit() else f"{d} + 1"
 

@@ -32,6 +32,7 @@ def pc(fraction: float) -> str:
 
 
 def fmt_ns(ns: float) -> str:
+    """A duration for a sentence (``1.4 ms``, ``52.1 µs``, ``800 ns``)."""
     if ns >= 1e6:
         return f"{ns / 1e6:.3g} ms"
     if ns >= 1e3:
@@ -42,6 +43,8 @@ def fmt_ns(ns: float) -> str:
 # ------------------------------------------------------------------------------------ mechanisms
 @dataclass(slots=True)
 class Mechanism:
+    """What a mechanism rule found, before the verdict ranks it against the gap to the roof."""
+
     bottleneck: Bottleneck
     savings: float
     """Fraction of the kernel's time that fixing it would remove (0..1)."""
@@ -180,6 +183,7 @@ def unit_used(
 
 
 def stall_evidence(k: KernelLaunch, reason: str, value: float, reference: str) -> Evidence:
+    """Stall ``reason`` with its value, under the metric it was read from (:func:`~kprof.facts.stalls.stall_metric`)."""
     metric, unit = stall_metric(k, reason)
     return Evidence(
         name=f"top warp stall: {reason}", value=round(value, 2), unit=unit, reference=reference, metric=metric
@@ -198,6 +202,7 @@ def top_stall_evidence(f: KernelFacts, reference: str | None = None) -> Evidence
 
 # ------------------------------------------------------------------------------------ the diagnosis
 def subject(k: KernelLaunch) -> Subject:
+    """The diagnosed launch: name, grid, block, launch id, device."""
     return Subject(
         kind=SubjectKind.KERNEL, name=k.display_name, grid=k.grid, block=k.block, launch=k.id, device=k.device
     )
@@ -213,6 +218,7 @@ def ncu_command(
 
 
 def after_command(k: KernelLaunch, cooperative: bool = False, source: str | None = None) -> str:
+    """The capture to take once the fix is in, and the comparison with this report (:mod:`kprof.commands`)."""
     return commands.kernel_after_change(k.name or "kernel", source, cooperative=cooperative)
 
 

@@ -89,6 +89,7 @@ def fma_balance_bytes(f: KernelFacts) -> float:
 
 
 def matrix_evidence(f: KernelFacts, mw: MatrixWork) -> list[Evidence]:
+    """The data flow that makes the FP32 work a matrix product: loaded multiplicands, FFMA share, intensity."""
     s = f.sass
     ev = [
         Evidence(
@@ -124,6 +125,7 @@ def matrix_evidence(f: KernelFacts, mw: MatrixWork) -> list[Evidence]:
 
 
 def register_tiling_advice(f: KernelFacts, mw: MatrixWork) -> str:
+    """Register tiling, when each FMA loads more bytes than L1 serves per FMA lane; "" otherwise."""
     balance = fma_balance_bytes(f)
     now = mw.load_bytes_per_fma
     if now is None or now <= balance * th.COALESCING_TOLERANCE:

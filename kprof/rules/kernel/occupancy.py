@@ -36,6 +36,7 @@ class _Limit:
 
 
 def _limit(k: KernelLaunch) -> _Limit | None:
+    """The resource that caps resident blocks; None when the report lacks the limits or the SM's warp slots."""
     limits = {what: k.value(name) for what, name in OCC_LIMITS.items()}
     known = {w: v for w, v in limits.items() if v is not None}
     if not known:

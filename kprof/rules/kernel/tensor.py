@@ -9,6 +9,7 @@ from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
 
 
 def _path_metric(path: str) -> str:
+    """The ncu metric stem of a tensor data path."""
     return "sm__ops_path_tensor_" + ("" if path.startswith("src_") else "op_") + path
 
 
