@@ -28,40 +28,21 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from kprof import thresholds as th
 from kprof.errors import KprofError, KprofInputError, MissingToolError
 from kprof.kernel_model import SassLine
-from kprof.model import (
-    Bottleneck,
-    Confidence,
-    Diagnosis,
-    Direction,
-    Evidence,
-    Expectation,
-    Finding,
-    Subject,
-    SubjectKind,
-    Verdict,
-)
+from kprof.model import Confidence, Diagnosis, Verdict
+
+if TYPE_CHECKING:
+    from kprof.facts.static import StaticKernel
 
 # ----------------------------------------------------------------------------- thresholds
-STATIC_CONFIDENCE_CAP = 0.35
-"""Highest confidence a static finding gets. Static SASS shows what was emitted, never how often it
-ran or what it cost (no executed-instruction counts, no stall samples, no memory traffic); a finding
-here is a suspect that one ncu capture confirms or clears, so it stays well under the 0.5 that a
-measured-but-unexplained counter gets in the kernel stage."""
-LOCAL_MEMORY_CONFIDENCE = STATIC_CONFIDENCE_CAP
-"""LDL/STL in the listing is certain; whether they matter is not (loop or cold path?)."""
-NO_TENSOR_CORES_CONFIDENCE = 0.25
-"""Lower still: an FFMA-heavy listing is matrix-like only by guess; the kernel may not multiply
-matrices at all, and only the kernel's author knows."""
-NO_TENSOR_CORES_FFMA_SHARE = 0.20
-"""FFMA share of all static instructions at or above which a kernel without MMA is flagged. Measured on
-the H200 machine (nvcc 13.0, sm_90): the tiled SGEMM of data/samples/workloads (``sgemm_smem_tiled``)
-is 26% FFMA (112 of 424 instructions: the unrolled inner product among address math, shared-memory
-loads and the epilogue); elementwise and reduction kernels sit far below a fifth."""
-STATIC_CLEAN_CONFIDENCE = 0.2
-"""For a listing with no red flag: it says little about what limits the kernel."""
+# The judgement thresholds and confidences are in kprof/thresholds.py (STATIC_*); the rules that read them are
+# kprof.rules.kernel.local.static_local_memory and kprof.rules.kernel.matrix.static_no_tensor_cores.
+STATIC_CONFIDENCE_CAP = th.STATIC_CONFIDENCE_CAP
+"""Highest confidence a static diagnosis gets (:data:`kprof.thresholds.STATIC_CONFIDENCE_CAP`)."""
 
 TOOL_TIMEOUT_S = 600
 """A disassembly of a large library (libtorch_cuda.so) can take minutes."""
@@ -291,10 +272,6 @@ def _ncu_command_for(name: str, cmd: Sequence[str] | None) -> str:
     )
 
 
-def _subject(f: SassFunction) -> Subject:
-    return Subject(kind=SubjectKind.KERNEL, name=f.name)
-
-
 def diagnose_sass(
     functions: Sequence[SassFunction],
     *,
@@ -305,7 +282,7 @@ def diagnose_sass(
     """Static diagnoses, one per kernel with SASS (filtered by ``kernel_regex``, searched in the symbol).
 
     Every diagnosis is ``inconclusive`` with confidence at most :data:`STATIC_CONFIDENCE_CAP`; kernels
-    with a red flag (local memory, FFMA-heavy without MMA) come first.
+    with a red flag (local memory, FFMA-heavy without MMA: the static forms of the kernel rules) come first.
 
     Examples
     --------
@@ -315,6 +292,9 @@ def diagnose_sass(
     ('local_memory_spill', 'inconclusive', True)
     """
     from kprof.diagnose.sass import analyze_sass
+    from kprof.facts.static import StaticKernel
+    from kprof.rules.kernel.local import static_local_memory
+    from kprof.rules.kernel.matrix import static_no_tensor_cores, static_no_tensor_cores_finding
 
     pattern = re.compile(kernel_regex) if kernel_regex else None
     flagged: list[Diagnosis] = []
@@ -322,157 +302,46 @@ def diagnose_sass(
     for f in functions:
         if not f.lines or (pattern and not pattern.search(f.name)):
             continue
-        s = analyze_sass(f.lines)
-        n = s.instructions
-        ffma_share = s.share(s.ffma)
-        common = [
-            Evidence(
-                name="SASS instructions (static)",
-                value=int(n),
-                reference="listing length, not executed count",
-            ),
-            Evidence(
-                name="registers per thread", value=f.registers, reference="255 is the per-thread maximum"
-            ),
-            Evidence(
-                name="tensor-core instructions (HMMA/HGMMA/IMMA)",
-                value=int(s.mma),
-                reference="present in SASS: matrix work reaches the tensor cores",
-            ),
-            Evidence(
-                name="async copies (LDGSTS/UTMALDG)",
-                value=int(s.async_copies),
-                reference="cp.async / TMA emitted",
-            ),
-            Evidence(name="FFMA share of instructions", value=round(100 * ffma_share, 1), unit="%"),
-        ]
-        local = s.local_loads + s.local_stores
-        next_step = _ncu_command_for(_short(f.name), cmd)
-        findings: list[Finding] = []
-        no_tc = s.mma == 0 and ffma_share >= NO_TENSOR_CORES_FFMA_SHARE
-        if no_tc:
-            findings.append(
-                Finding(
-                    bottleneck=Bottleneck.NO_TENSOR_CORES,
-                    headline=f"No tensor-core instruction and FFMA is {100 * ffma_share:.0f}% of the SASS: "
-                    "if this is matrix work, it runs on the FP32 pipes.",
-                    evidence=(common[2], common[4]),
-                )
-            )
-        where = f" in {binary}" if binary else ""
-        if local:
-            kind = s.local_kind or "register_spill"
-            if kind == "dynamic_index":
-                mechanism = (
-                    "A local-memory address is computed at run time (an LDL/STL whose address uses a register "
-                    "other than the stack pointer R1): a per-thread array indexed by a variable cannot live in "
-                    "registers, so it lives in local memory, which is off-chip DRAM cached in L1/L2."
-                )
-                fix = (
-                    "Make the indices compile-time constants (fully unroll the loops over the array), or keep "
-                    "the table in shared memory (one copy per block) or in registers through a switch."
-                )
-            else:
-                mechanism = (
-                    f"The kernel needs more live values than the registers ptxas allowed (REG {f.registers}); "
-                    "the excess is spilled to local memory at constant offsets from the stack pointer "
-                    "(STL to save, LDL to reload), off-chip DRAM cached in L1/L2."
-                )
-                fix = (
-                    "Lower register pressure: smaller unroll factors or tiles, fewer values kept live across "
-                    "loops; check __launch_bounds__/maxrregcount are not capping registers too hard."
-                )
-            stack = f", stack frame {f.stack_bytes} B" if f.stack_bytes else ""
-            flagged.append(
-                Diagnosis(
-                    subject=_subject(f),
-                    bottleneck=Bottleneck.LOCAL_MEMORY_SPILL,
-                    verdict=Verdict.INCONCLUSIVE,
-                    headline=f"The SASS{where} holds {int(local)} local-memory instructions (LDL {int(s.local_loads)}, "
-                    f"STL {int(s.local_stores)}{stack}): "
-                    f"{'a dynamically indexed array' if kind == 'dynamic_index' else 'register spills'}, "
-                    "a suspect until counters show the traffic.",
-                    evidence=(
-                        Evidence(
-                            name="LDL instructions (static)",
-                            value=int(s.local_loads),
-                            reference="0 when nothing lives in local memory",
-                        ),
-                        Evidence(
-                            name="STL instructions (static)",
-                            value=int(s.local_stores),
-                            reference="0 when nothing lives in local memory",
-                        ),
-                        Evidence(
-                            name="stack frame", value=f.stack_bytes, unit="B", reference="cuobjdump STACK"
-                        ),
-                        common[1],
-                    ),
-                    mechanism=mechanism,
-                    fix=fix,
-                    expect=(
-                        Expectation(
-                            metric="smsp__sass_inst_executed_op_local_ld.sum",
-                            direction=Direction.DOWN,
-                            target=0,
-                            label="executed local loads",
-                        ),
-                    ),
-                    confidence=Confidence(
-                        value=LOCAL_MEMORY_CONFIDENCE,
-                        would_raise="static SASS cannot say how often the LDL/STL run: an ncu capture "
-                        "(local-memory traffic, L1 hit rate, stall reasons) would",
-                    ),
-                    next_step=next_step,
-                    findings=tuple(findings),
-                )
-            )
-        elif no_tc:
-            flagged.append(
-                Diagnosis(
-                    subject=_subject(f),
-                    bottleneck=Bottleneck.NO_TENSOR_CORES,
-                    verdict=Verdict.INCONCLUSIVE,
-                    headline=f"No HMMA/HGMMA in the SASS{where} and FFMA is {100 * ffma_share:.0f}% of it: "
-                    "if this kernel multiplies matrices, it runs on the FP32 pipes at a fraction of the "
-                    "tensor-core rate.",
-                    evidence=(common[2], common[4], common[0]),
-                    mechanism="Matrix products written as scalar multiply-adds compile to FFMA; only mma/wgmma "
-                    "(WMMA, CUTLASS, cuBLAS, Triton tl.dot) emit tensor-core instructions.",
-                    fix="If it is a matrix product: call cuBLAS/cuBLASLt (torch.matmul), or write it with "
-                    "WMMA/CUTLASS/Triton tl.dot in bf16/fp16/tf32 so that HMMA/HGMMA is emitted.",
-                    confidence=Confidence(
-                        value=NO_TENSOR_CORES_CONFIDENCE,
-                        would_raise="only the kernel's author knows if it is matrix work; an ncu capture "
-                        "would show whether the FP32 pipe is the saturated resource",
-                    ),
-                    next_step=next_step,
-                )
-            )
+        sk = StaticKernel(
+            name=f.name,
+            sass=analyze_sass(f.lines),
+            registers=f.registers,
+            stack_bytes=f.stack_bytes,
+            binary=binary,
+            next_step=_ncu_command_for(_short(f.name), cmd),
+        )
+        finding = static_no_tensor_cores_finding(sk)
+        d = static_local_memory(sk, (finding,) if finding else ()) or static_no_tensor_cores(sk)
+        if d is not None:
+            flagged.append(d)
         else:
-            facts = [
-                f"tensor cores {'used' if s.mma else 'not used'}",
-                f"async copies {'used' if s.async_copies else 'not used'}",
-                "no local memory",
-            ]
-            clean.append(
-                Diagnosis(
-                    subject=_subject(f),
-                    bottleneck=None,
-                    verdict=Verdict.INCONCLUSIVE,
-                    headline=f"The SASS{where} shows no static red flag ({', '.join(facts)}); "
-                    "what limits this kernel needs counters.",
-                    evidence=tuple(common),
-                    mechanism="Static SASS shows which instructions were emitted, not how often they run, "
-                    "what they wait on, or how much memory traffic they make.",
-                    confidence=Confidence(
-                        value=STATIC_CLEAN_CONFIDENCE,
-                        would_raise="an ncu capture (SpeedOfLight, stall reasons) on a machine with counter access",
-                    ),
-                    next_step=next_step,
-                )
-            )
+            clean.append(_no_red_flag(sk))
     return flagged + clean
+
+
+def _no_red_flag(sk: StaticKernel) -> Diagnosis:
+    """A listing with no static red flag: what it shows, and the capture that would say what limits it."""
+    s = sk.sass
+    facts = [
+        f"tensor cores {'used' if s.mma else 'not used'}",
+        f"async copies {'used' if s.async_copies else 'not used'}",
+        "no local memory",
+    ]
+    return Diagnosis(
+        subject=sk.subject,
+        bottleneck=None,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"The SASS{sk.in_binary} shows no static red flag ({', '.join(facts)}); "
+        "what limits this kernel needs counters.",
+        evidence=sk.evidence(),
+        mechanism="Static SASS shows which instructions were emitted, not how often they run, "
+        "what they wait on, or how much memory traffic they make.",
+        confidence=Confidence(
+            value=th.STATIC_CLEAN_CONFIDENCE,
+            would_raise="an ncu capture (SpeedOfLight, stall reasons) on a machine with counter access",
+        ),
+        next_step=sk.next_step,
+    )
 
 
 _MANGLED_NAME = re.compile(r"^_Z(?:N\d+\w+?E)?(\d+)(.*)$")

@@ -59,6 +59,9 @@ class Explanation:
     thresholds: tuple[Threshold, ...]
     rule: str
     """The module whose rule gives this id."""
+    also: tuple[str, ...] = ()
+    """Modules whose shared judgement the rule relies on, where some of its thresholds are read: the verdict that
+    ranks every kernel mechanism, the facts that decide which pipes do the program's work."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +72,7 @@ class Explanation:
             "fix": self.fix,
             "thresholds": [t.to_dict() for t in self.thresholds],
             "rule": self.rule,
+            "also": list(self.also),
         }
 
     def to_text(self) -> str:
@@ -79,6 +83,8 @@ class Explanation:
             f"  fix:     {self.fix}",
             f"  rule:    {self.rule}",
         ]
+        if self.also:
+            lines.append(f"  also:    {', '.join(self.also)}")
         if self.thresholds:
             lines.append("  thresholds (kprof/thresholds.py):")
             for t in self.thresholds:
@@ -94,11 +100,15 @@ class _Entry:
     fix: str
     thresholds: tuple[str, ...]
     rule: str
+    also: tuple[str, ...] = ()
 
 
 _TIMELINE = "kprof/diagnose/timeline.py"
 _JOB = "kprof/diagnose/job.py"
-_KERNEL = "kprof/diagnose/kernel.py"
+_RULES = "kprof/rules/kernel/"
+_RESOURCE = _RULES + "resource.py"
+_VERDICT = _RULES + "verdict.py"
+_UNITS = "kprof/facts/units.py"
 
 _ENTRIES: dict[str, _Entry] = {
     # ------------------------------------------------------------------ timeline
@@ -111,14 +121,18 @@ _ENTRIES: dict[str, _Entry] = {
         "call) hold the largest share of its wall time, and the kernels hold neither GPU_BOUND_BUSY_FRACTION of "
         "it nor GPU_SHARE_OVER_CAUSE times that share. Host-caused idle time above MAX_DISPATCH_PER_LAUNCH_NS "
         "per launch is not dispatch overhead, and the verdict is then inconclusive with the host-sampling "
-        "capture to run.",
-        "Issue fewer, larger launches: CUDA graphs (torch.compile mode='reduce-overhead', torch.cuda.graphs), "
-        "fused kernels, larger batches.",
+        "capture to run; so it is with fewer than MIN_LAUNCHES_FOR_LAUNCH_BOUND launches (a rate needs a loop). "
+        "The expected wall time keeps the kernels' own time plus GRAPH_KERNEL_GAP_NS between them: no launch "
+        "path runs kernels gaplessly.",
+        "Issue fewer, larger launches: CUDA graphs (torch.compile mode='reduce-overhead', torch.cuda.graphs; "
+        "cudaStreamBeginCapture and cudaGraphLaunch in CUDA C++), fused kernels, larger batches.",
         (
             "GPU_BOUND_BUSY_FRACTION",
             "GPU_SHARE_OVER_CAUSE",
             "HOST_COMPUTE_MIN_STRETCH_NS",
             "MAX_DISPATCH_PER_LAUNCH_NS",
+            "MIN_LAUNCHES_FOR_LAUNCH_BOUND",
+            "GRAPH_KERNEL_GAP_NS",
             "TYPICAL_LAUNCH_OVERHEAD_NS",
             "MIN_FINDING_SHARE",
         ),
@@ -184,10 +198,19 @@ _ENTRIES: dict[str, _Entry] = {
         "The union of kernel, copy, memset and graph intervals on the busiest GPU covers at least "
         "GPU_BOUND_BUSY_FRACTION of the steady state's wall time, or the kernels hold more than DOMINANT_SHARE "
         "of it and GPU_SHARE_OVER_CAUSE times the largest idle cause (shares decide). The diagnosis names the "
-        "TOP_KERNELS kernels by their share of GPU time, each with the exact ncu command that profiles it.",
+        "TOP_KERNELS kernels by their share of GPU time, each with the exact ncu command that profiles it. Below "
+        "GPU_BOUND_BUSY_FRACTION, an idle cause that holds at least GPU_BOUND_RECOVERABLE_SHARE of the wall makes "
+        "it a fix: that cause's own fix, with the time it recovers as the bound.",
         "Profile the named kernels with Nsight Compute (step 2); at the timeline level there is nothing to "
-        "change but doing less work.",
-        ("GPU_BOUND_BUSY_FRACTION", "GPU_SHARE_OVER_CAUSE", "DOMINANT_SHARE", "TOP_KERNELS"),
+        "change but doing less work (fusing elementwise chains, a lower precision for matrix multiplies), except "
+        "the recoverable idle time of a steady state below GPU_BOUND_BUSY_FRACTION busy.",
+        (
+            "GPU_BOUND_BUSY_FRACTION",
+            "GPU_SHARE_OVER_CAUSE",
+            "GPU_BOUND_RECOVERABLE_SHARE",
+            "DOMINANT_SHARE",
+            "TOP_KERNELS",
+        ),
         _TIMELINE,
     ),
     "startup_bound": _Entry(
@@ -258,7 +281,7 @@ _ENTRIES: dict[str, _Entry] = {
         "Move fewer bytes: fuse with neighbouring kernels, use a smaller data type, reuse data from shared "
         "memory or L2.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION", "L2_STREAMING_READ_HIT_RATE"),
-        _KERNEL,
+        _RESOURCE,
     ),
     "l2_bandwidth_bound": _Entry(
         "kernel (resource)",
@@ -269,7 +292,7 @@ _ENTRIES: dict[str, _Entry] = {
         "Reuse data closer to the SMs (shared memory tiles, registers), or improve locality so that each "
         "block's working set stays in L1.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
-        _KERNEL,
+        _RESOURCE,
     ),
     "l1_shared_bandwidth_bound": _Entry(
         "kernel (resource)",
@@ -280,7 +303,7 @@ _ENTRIES: dict[str, _Entry] = {
         "Load fewer bytes from shared memory per useful operation: register tiling (several outputs per "
         "thread), vectorized shared loads, fewer bank conflicts.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
-        _KERNEL,
+        _RESOURCE,
     ),
     "compute_bound": _Entry(
         "kernel (resource)",
@@ -298,7 +321,8 @@ _ENTRIES: dict[str, _Entry] = {
             "INT_WORK_DATA_MAJORITY",
             "INT_WORK_MIN_SHARE",
         ),
-        _KERNEL,
+        _RESOURCE,
+        (_UNITS,),
     ),
     "tensor_core_bound": _Entry(
         "kernel (resource)",
@@ -307,7 +331,7 @@ _ENTRIES: dict[str, _Entry] = {
         "is healthy (the advice is then to do less work, not to tune).",
         "Do less work: lower precision (FP8/BF16 where accuracy allows), smaller or fewer matrix products.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
-        _KERNEL,
+        _RESOURCE,
     ),
     "latency_bound": _Entry(
         "kernel (resource)",
@@ -319,7 +343,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Expose more parallelism (more warps or more independent work per thread), prefetch, or shorten "
         "dependency chains.",
         ("LATENCY_BOUND_FRACTION", "HEALTHY_FRACTION_OF_PEAK", "MIN_PRIMARY_SAVINGS"),
-        _KERNEL,
+        _RESOURCE,
+        (_VERDICT,),
     ),
     # ------------------------------------------------------------------ kernel, mechanism
     "uncoalesced_global_access": _Entry(
@@ -331,7 +356,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Make consecutive threads access consecutive addresses (transpose through shared memory, change the "
         "data layout to structure-of-arrays, vectorize).",
         ("COALESCING_TOLERANCE", "SECTOR_BYTES", "MIN_MECHANISM_SAVINGS", "MIN_PRIMARY_SAVINGS"),
-        _KERNEL,
+        _RULES + "memory.py",
+        (_VERDICT,),
     ),
     "shared_bank_conflicts": _Entry(
         "kernel (mechanism)",
@@ -342,7 +368,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Pad the shared array (tile[32][33]), swizzle the index, or change which thread reads which element; "
         "for shared atomics on data-chosen bins (histograms), privatise the bins per lane (h[bin * 32 + lane]).",
         ("COALESCING_TOLERANCE", "SHARED_BANKS", "SHARED_BANK_BYTES", "MIN_MECHANISM_SAVINGS"),
-        _KERNEL,
+        _RULES + "shared.py",
+        (_VERDICT,),
     ),
     "local_memory_spill": _Entry(
         "kernel (mechanism)",
@@ -352,7 +379,8 @@ _ENTRIES: dict[str, _Entry] = {
         "would save at least MIN_MECHANISM_SAVINGS of the kernel's time.",
         "Keep the data in registers (constant indices, unrolled loops, fewer live values) or in shared memory.",
         ("MIN_MECHANISM_SAVINGS", "MIN_PRIMARY_SAVINGS"),
-        _KERNEL,
+        _RULES + "local.py",
+        (_VERDICT,),
     ),
     "atomic_contention": _Entry(
         "kernel (mechanism)",
@@ -362,7 +390,7 @@ _ENTRIES: dict[str, _Entry] = {
         "Reduce in registers or shared memory first (warp shuffles, block reduction) and issue one atomic per "
         "block, or privatize the counters.",
         ("ATOMIC_MIN_SHARE", "ATOMIC_HOT_SLICE_RATIO"),
-        _KERNEL,
+        _RULES + "atomics.py",
     ),
     "warp_divergence": _Entry(
         "kernel (mechanism)",
@@ -371,7 +399,7 @@ _ENTRIES: dict[str, _Entry] = {
         "Make the branch uniform per warp (sort or bin the work, move the condition to the block level) or "
         "compute both sides without a branch.",
         ("DIVERGENCE_ACTIVE_THREADS", "WARP_SIZE"),
-        _KERNEL,
+        _RULES + "divergence.py",
     ),
     "small_grid": _Entry(
         "kernel (mechanism)",
@@ -381,7 +409,7 @@ _ENTRIES: dict[str, _Entry] = {
         "Launch more blocks (split the work finer, split-K for reductions) or batch several problems into one "
         "launch.",
         ("SMALL_GRID_ACTIVE_SM_FRACTION", "MIN_MECHANISM_SAVINGS"),
-        _KERNEL,
+        _RULES + "launch.py",
     ),
     "tail_effect": _Entry(
         "kernel (mechanism)",
@@ -390,7 +418,7 @@ _ENTRIES: dict[str, _Entry] = {
         "to save at least MIN_MECHANISM_SAVINGS of the time.",
         "Size the grid to a whole number of waves, or use a persistent (grid-stride) kernel.",
         ("TAIL_MIN_WAVES", "MIN_MECHANISM_SAVINGS"),
-        _KERNEL,
+        _RULES + "launch.py",
     ),
     "occupancy_limited": _Entry(
         "kernel (mechanism)",
@@ -406,7 +434,7 @@ _ENTRIES: dict[str, _Entry] = {
             "ISSUE_EXPOSED_LATENCY",
             "HEALTHY_FRACTION_OF_PEAK",
         ),
-        _KERNEL,
+        _RULES + "occupancy.py",
     ),
     "no_tensor_cores": _Entry(
         "kernel (mechanism)",
@@ -422,7 +450,7 @@ _ENTRIES: dict[str, _Entry] = {
             "MATRIX_LIKE_MIN_INTENSITY",
             "HEALTHY_FRACTION_OF_PEAK",
         ),
-        _KERNEL,
+        _RULES + "matrix.py",
     ),
     "instruction_bound": _Entry(
         "kernel (mechanism)",
@@ -433,7 +461,7 @@ _ENTRIES: dict[str, _Entry] = {
         "Issue fewer instructions: hoist index math out of loops, vectorize loads, use intrinsics or tables for "
         "special functions.",
         ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE"),
-        _KERNEL,
+        _RULES + "instructions.py",
     ),
 }
 
@@ -504,6 +532,7 @@ def explain(bottleneck: str | Bottleneck) -> Explanation:
             Threshold(name=n, value=getattr(th, n), source=sources.get(n, "")) for n in e.thresholds
         ),
         rule=e.rule,
+        also=e.also,
     )
 
 

@@ -1,7 +1,7 @@
 """Every threshold kprof judges with, in one place, each with where its value comes from.
 
 Sections: timeline (kprof/diagnose/timeline.py), data validity (kprof/diagnose/validity.py), kernel
-(kprof/diagnose/kernel.py and sass.py), job (kprof/diagnose/job.py, many ranks) and compare
+(kprof/facts/, kprof/rules/kernel/ and kprof/diagnose/sass.py), job (kprof/diagnose/job.py, many ranks) and compare
 (kprof/diagnose/compare.py).
 Change a value here and the rules follow; tests import these names rather than
 repeating the numbers.
@@ -126,6 +126,24 @@ LAUNCH_LATENCY_MIN_SAMPLES = 20
 (below that one stray pair sets it); with fewer the latency is taken as 0, the launch call's start, as
 Holistic Trace Analysis does."""
 
+GRAPH_KERNEL_GAP_NS = 130
+"""What a kernel costs beyond its own duration once the host is out of the way (a CUDA graph, or kernels
+queued ahead of the GPU): the GPU's own gap between one kernel's end and the next one's start. Measured on
+the H200 (data/samples/timeline/pair_graph_after.json.gz, 2,280 kernels replayed from CUDA graphs, 2,250
+gaps inside the graphs): median 65 ns, mean 79 ns, largest 129 ns. A launch-bound fix's target keeps the
+kernels' own time plus this gap per kernel: no launch path runs kernels gaplessly."""
+
+MIN_LAUNCHES_FOR_LAUNCH_BOUND = 10
+"""A capture is called launch-bound only with at least 10 launches in its steady state: the verdict says
+that the host's cost per launch exceeds the GPU's time per kernel, a rate, which a handful of launches
+cannot show (one launch after a context creation is one-time work, not a loop). The same count below
+which a diagnosis's confidence is capped for too few gaps and kernels."""
+
+GPU_BOUND_RECOVERABLE_SHARE = 0.10
+"""A ``gpu_bound`` steady state below GPU_BOUND_BUSY_FRACTION whose largest idle cause holds >= 10% of
+its wall time is a fix, not healthy: removing that cause alone speeds it up by >= 1/0.9 = 1.11x, twice
+MIN_FINDING_SHARE and above the run-to-run noise of the timeline's wall time (TIMELINE_MIN_NOISE 2%)."""
+
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""
@@ -191,7 +209,7 @@ most -0.0134% in the 48 launches of the H200 samples and the corpus (40,530 valu
 all sm__pipe_tensor_...cycles_active.min.pct_of_peak_sustained_elapsed). -0.5 is 37x that."""
 
 # ----------------------------------------------------------------------------- kernel
-# (owned by kprof/diagnose/kernel.py and kprof/diagnose/sass.py)
+# (read by kprof/facts/ and kprof/rules/kernel/, one module per bottleneck family)
 
 HEALTHY_FRACTION_OF_PEAK = 0.80
 """A kernel whose limiting unit does useful work at >= 80% of that unit's peak is *healthy*.
@@ -223,6 +241,11 @@ SHARED_BANKS = 32
 SHARED_BANK_BYTES = 4
 """Shared memory has 32 banks x 4 bytes: one wavefront serves 128 B, so a conflict-free 4-byte
 warp access needs 1 wavefront per request, 8-byte 2, 16-byte 4."""
+
+ASSUMED_ACCESS_BYTES = 4.0
+"""The width of a memory access per thread when the SASS does not give it (a CSV export, no listing): 4 bytes, a
+``float`` or ``int``, the narrowest common access, so the ideal sectors or wavefronts per request it gives are the
+fewest and an excess is not hidden by a wide guess."""
 
 COALESCING_TOLERANCE = 1.25
 """Sectors (or wavefronts) per request above 1.25x the ideal count as uncoalesced (conflicted);
@@ -351,6 +374,130 @@ named DRAM bound."""
 OCCUPANCY_MIN_WAVES = 0.99
 """Occupancy can limit only a grid that fills the resident slots it has (>= 1 wave at the current
 occupancy, as a grid-stride launch sized to the GPU does); with fewer blocks, the grid is the limit."""
+
+UNIT_TIE_MARGIN = 0.05
+"""Units within 5 points of the busiest one (0.05 of peak) count as equally busy: the limiter named is then the
+first in priority order (the unit whose work is the program's), and a mechanism that blames a cache (operand
+reloads, L2 re-reads) needs its unit within this margin of the busiest. SpeedOfLight percentages of different
+units come from different replay passes and nominal peaks, so a few points do not say which one limits; 5 points
+is the same line as MIN_MECHANISM_SAVINGS (a judgement, not a measurement)."""
+
+ISSUE_OVER_USEFUL_RATIO = 0.9
+"""Instruction issue is overhead (instruction_bound) only when the busiest unit doing useful work runs below 0.9x
+the issue rate: when a memory level or FP pipe is within 10% of the issue utilisation, the instructions issued are
+that unit's work and issue is only its feed (same 10% as MIN_PRIMARY_SAVINGS)."""
+
+COUNT_MATCH_TOLERANCE = 0.10
+"""Two counts that should be equal for a pattern (sectors per request = active lanes: each lane in a sector of
+its own; L2 atomic updates = 32 x warp requests: one update per lane, or = requests: one per warp) match within
+10%: partial warps and the masked lanes of loop tails move them a few percent, a different pattern moves them by
+integer factors."""
+
+DIVERGENCE_TARGET_ACTIVE_THREADS = DIVERGENCE_ACTIVE_THREADS + 4.0
+"""What a warp-uniform branch reaches: 28 of 32 active threads per executed instruction (87.5% SIMT efficiency),
+above the 24 where divergence starts to count; loop tails and bounds guards keep real kernels below 32."""
+
+TAIL_TARGET_WAVE_EFFICIENCY = 0.95
+"""What a grid sized to whole waves reaches: waves / whole waves >= 0.95 (the last wave at least 95% full, or
+enough waves that a partial one weighs less than 5% of the run: the same 5% as MIN_MECHANISM_SAVINGS)."""
+
+OCCUPANCY_ACHIEVED_SHARE = 0.8
+"""Achieved occupancy a kernel reaches of its theoretical occupancy once the limiter is freed: the expectation's
+target is 80% of the new limit. Blocks start and retire unevenly and the last wave runs partly empty; measured on
+the 75 launches of at least one wave in data/samples, the validation galleries and the ESMM corpus: achieved /
+theoretical has median 0.92 and lower quartile 0.83 (0.63-0.75 for four launches, 0.20 for a Triton kernel of
+tiny blocks), so 0.8 is a target most kernels reach."""
+
+OCCUPANCY_UNEVEN_SHARE = 0.5
+"""Wording of a latency-bound mechanism: achieved occupancy below half of the theoretical means blocks start and
+finish unevenly (fewer warps resident than the limits allow), far below the 0.83 lower quartile measured for
+OCCUPANCY_ACHIEVED_SHARE. It chooses a sentence, not a verdict."""
+
+OCCUPANCY_FEW_WARPS_PCT = 25.0
+"""Wording of a latency-bound mechanism: at or below 25% theoretical occupancy (16 of 64 warp slots on Hopper and
+Ampere, 4 warps per scheduler) the mechanism says there are too few warps to hide each other's latency. Half of
+OCCUPANCY_LOW_FRACTION; it chooses a sentence, not a verdict."""
+
+# Static SASS (``kprof profile sass``, kprof/capture_sass.py): what the compiler emitted, without counters.
+
+STATIC_CONFIDENCE_CAP = 0.35
+"""Highest confidence a static finding gets. Static SASS shows what was emitted, never how often it
+ran or what it cost (no executed-instruction counts, no stall samples, no memory traffic); a finding
+here is a suspect that one ncu capture confirms or clears, so it stays well under the 0.5 that a
+measured-but-unexplained counter gets in the kernel stage."""
+
+STATIC_LOCAL_MEMORY_CONFIDENCE = STATIC_CONFIDENCE_CAP
+"""LDL/STL in the listing is certain; whether they matter is not (loop or cold path?)."""
+
+STATIC_NO_TENSOR_CORES_CONFIDENCE = 0.25
+"""Lower still: an FFMA-heavy listing is matrix-like only by guess; the kernel may not multiply
+matrices at all, and only the kernel's author knows."""
+
+STATIC_NO_TENSOR_CORES_FFMA_SHARE = 0.20
+"""FFMA share of all static instructions at or above which a kernel without MMA is flagged. Measured on
+the H200 machine (nvcc 13.0, sm_90): the tiled SGEMM of data/samples/workloads (``sgemm_smem_tiled``)
+is 26% FFMA (112 of 424 instructions: the unrolled inner product among address math, shared-memory
+loads and the epilogue); elementwise and reduction kernels sit far below a fifth. Higher than
+MATRIX_LIKE_FFMA_SHARE, which applies with counters: there the SASS data flow (loaded, reused
+multiplicands) decides, here the share is all there is."""
+
+STATIC_CLEAN_CONFIDENCE = 0.2
+"""For a listing with no red flag: it says little about what limits the kernel."""
+
+# Confidence of a kernel diagnosis: an ordinal scale, not a calibrated probability. Each level says what the
+# diagnosis rests on; benchmarks/accuracy.py scores the bottleneck and verdict, not these values.
+
+CONFIDENCE_MEASURED = 0.85
+"""The counters that define the mechanism are in the report and measured directly, and point at the instructions
+responsible where the report has them: sectors or wavefronts per request against ncu's per-instruction ideal,
+executed LDL/STL with local traffic, the SMs' measured busy time of a small grid; a unit at its roof doing useful
+work (healthy)."""
+
+CONFIDENCE_MEASURED_INFERRED = 0.8
+"""Measured, but the saving rests on one inference from the counters: one hot L2 slice means serialized atomics,
+masked lanes cost issue slots, FMAs whose multiplicands are loaded and reused are a matrix product."""
+
+CONFIDENCE_CONSISTENT = 0.75
+"""Two measurements that agree establish it: latency stalls with a low occupancy limit, loaded bytes per FMA above
+what L1 serves with L1 saturated, a tensor path at its own ceiling below the fastest one, an L2 at its roof whose
+reads miss to DRAM."""
+
+CONFIDENCE_NO_LINES = 0.7
+"""Measured in aggregate without what would place or size it exactly: sectors per request without the SASS, a
+small grid without the SMs' busy time, the L2 re-read factor."""
+
+CONFIDENCE_LISTING = 0.65
+"""Read from the SASS listing instead of executed counts: LDL/STL listed but local traffic not measured, an FMA
+data flow weighed by listed rather than executed instructions."""
+
+CONFIDENCE_PARTIAL = 0.6
+"""One input is missing or is ncu's own number: a tail effect without the kernel's share of the step, atomics
+without the per-slice activity, the excess quoted by an ncu rule, an instruction mix without source counters."""
+
+CONFIDENCE_RESOURCE = 0.55
+"""No mechanism explains the gap and the warp stalls say what the warps wait on; or occupancy limited without the
+stall reasons that would confirm the latency is exposed."""
+
+CONFIDENCE_ESTIMATED = 0.5
+"""Estimated from a proxy: L1 wavefronts per LSU request standing in for sectors per request (basic-set reports).
+Also the most a diagnosis without SpeedOfLight gets."""
+
+CONFIDENCE_RESOURCE_NO_STALLS = 0.4
+"""No mechanism explains the gap and the report has no stall reasons to say why."""
+
+CONFIDENCE_INCONCLUSIVE = 0.3
+"""Inconclusive: the sections that would decide it were not collected (the next step names them)."""
+
+CONFIDENCE_NO_SOL = 0.2
+"""Inconclusive without SpeedOfLight: which unit limits the kernel cannot be told."""
+
+CONFIDENCE_MISSING_PENALTY = 0.15
+"""Taken off when a section the judgement needs is missing (the next step names it), or when no_tensor_cores has
+no tensor ceiling to bound the gain: one level and a half of this scale."""
+
+CONFIDENCE_NO_SOL_PENALTY = 0.25
+"""Taken off a mechanism diagnosed without SpeedOfLight (capped at CONFIDENCE_ESTIMATED): its cost is an upper
+bound, not weighed against the unit that limits the kernel."""
 
 # ----------------------------------------------------------------------------- job
 # (owned by kprof/diagnose/job.py; measured on data/samples/multirank, 2x H200, 6 steps per rank)

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_every_id_is_explained_by_the_rule_that_gives_it(bid: str) -> None:
     e = explain(bid)
     assert e.meaning and e.when and e.fix, f"kprof/explain.py: fill in {bid}"
-    rule = (REPO / e.rule).read_text()
+    rule = "".join((REPO / p).read_text() for p in (e.rule, *e.also))
     assert f"Bottleneck.{bid.upper()}" in rule or f"B.{bid.upper()}" in rule, f"{e.rule} does not give {bid}"
     for t in e.thresholds:
         assert t.value == getattr(th, t.name)

@@ -298,6 +298,30 @@ def roofline(k: KernelLaunch) -> Roofline:
     """
     duration = _v(k, DURATION)
     dur_s = duration * 1e-9 if duration else None
+    flops, peak = _fp_flops(k, dur_s)
+    path_peaks: dict[str, float] = {}
+    tensor_path = _tensor_paths(k, flops, peak, path_peaks)
+    if tensor_path is None:
+        _tensor_pipe_flops(k, flops, peak)
+    bps, peak_bps = _bandwidths(k, dur_s)
+    util = _utilization(k)
+    for prec in PRECISIONS:
+        if prec in flops and peak.get(prec):
+            util[f"flops_{prec}"] = flops[prec] / peak[prec]
+    return Roofline(
+        duration_ns=duration,
+        tensor_path=tensor_path,
+        tensor_path_peaks={p.removeprefix("op_"): v for p, v in path_peaks.items()},
+        flops=flops,
+        peak_flops=peak,
+        bytes_per_s=bps,
+        peak_bytes_per_s=peak_bps,
+        utilization=util,
+    )
+
+
+def _fp_flops(k: KernelLaunch, dur_s: float | None) -> tuple[dict[str, float], dict[str, float]]:
+    """(achieved FLOP/s, peak FLOP/s) per FP precision, from the thread-instruction counters (FMA counts twice)."""
     flops: dict[str, float] = {}
     peak: dict[str, float] = {}
     sm_clock = _clock(k, "sm")
@@ -323,22 +347,29 @@ def roofline(k: KernelLaunch) -> Roofline:
             pk_ops = wf * pk
         if pk_ops is not None and sm_clock:
             peak[prec] = pk_ops * sm_clock
-    path_peaks: dict[str, float] = {}
-    tensor_path = _tensor_paths(k, flops, peak, path_peaks)
-    if tensor_path is None:
-        tensor_peak = _v(k, "derived__sm__inst_executed_pipe_tensor_x512")
-        if tensor_peak is None:
-            t = _v(k, "sm__inst_executed_pipe_tensor.sum.peak_sustained")
-            tensor_peak = 512 * t if t is not None else None
-        if tensor_peak and sm_clock:
-            peak["tensor"] = tensor_peak * sm_clock
-        tensor_achieved = _v(k, "derived__smsp__inst_executed_pipe_tensor_x512")
-        if tensor_achieved is None:
-            t = _v(k, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed")
-            tensor_achieved = 512 * t if t is not None else None
-        if tensor_achieved is not None and smsp_clock and "tensor" in peak:
-            flops["tensor"] = tensor_achieved * smsp_clock
+    return flops, peak
 
+
+def _tensor_pipe_flops(k: KernelLaunch, flops: dict[str, float], peak: dict[str, float]) -> None:
+    """Without per-path counters: tensor FLOP/s and peak from the tensor pipe's instructions (512 FLOP each)."""
+    sm_clock = _clock(k, "sm")
+    smsp_clock = _clock(k, "smsp") or sm_clock
+    tensor_peak = _v(k, "derived__sm__inst_executed_pipe_tensor_x512")
+    if tensor_peak is None:
+        t = _v(k, "sm__inst_executed_pipe_tensor.sum.peak_sustained")
+        tensor_peak = 512 * t if t is not None else None
+    if tensor_peak and sm_clock:
+        peak["tensor"] = tensor_peak * sm_clock
+    tensor_achieved = _v(k, "derived__smsp__inst_executed_pipe_tensor_x512")
+    if tensor_achieved is None:
+        t = _v(k, "smsp__inst_executed_pipe_tensor.sum.per_cycle_elapsed")
+        tensor_achieved = 512 * t if t is not None else None
+    if tensor_achieved is not None and smsp_clock and "tensor" in peak:
+        flops["tensor"] = tensor_achieved * smsp_clock
+
+
+def _bandwidths(k: KernelLaunch, dur_s: float | None) -> tuple[dict[str, float], dict[str, float]]:
+    """(achieved bytes/s, peak bytes/s) per memory level, from the first byte counter the report holds."""
     bps: dict[str, float] = {}
     peak_bps: dict[str, float] = {}
     for level, candidates in _BYTE_COUNTERS.items():
@@ -356,7 +387,22 @@ def roofline(k: KernelLaunch) -> Roofline:
             if pk is not None and clk:
                 peak_bps[level] = pk * clk
             break
+    return bps, peak_bps
 
+
+_PIPES = (
+    ("tensor_pipe", TENSOR_PIPE_METRICS),
+    ("fma_pipe", FMA_PIPE_METRICS),
+    ("fp64_pipe", FP64_PIPE_METRICS),
+    ("xu_pipe", XU_PIPE_METRICS),
+    ("alu_pipe", ALU_PIPE_METRICS),
+    ("fmaheavy_pipe", FMAHEAVY_PIPE_METRICS),
+)
+
+
+def _utilization(k: KernelLaunch) -> dict[str, float]:
+    """SpeedOfLight compute/memory, each memory level and each pipe, 0..1 of peak over the elapsed cycles (an
+    active-cycle percentage times the SMs' busy fraction where the report has only that)."""
     util: dict[str, float] = {}
     for key, name in (("compute", COMPUTE_SOL), ("memory", MEMORY_SOL)):
         sol = _v(k, name)
@@ -370,30 +416,11 @@ def roofline(k: KernelLaunch) -> Roofline:
             lv = act * busy if act is not None else None
         if lv is not None:
             util[level] = lv / 100.0
-    for key, names in (
-        ("tensor_pipe", TENSOR_PIPE_METRICS),
-        ("fma_pipe", FMA_PIPE_METRICS),
-        ("fp64_pipe", FP64_PIPE_METRICS),
-        ("xu_pipe", XU_PIPE_METRICS),
-        ("alu_pipe", ALU_PIPE_METRICS),
-        ("fmaheavy_pipe", FMAHEAVY_PIPE_METRICS),
-    ):
+    for key, names in _PIPES:
         pv = _elapsed_pct(k, names, busy)
         if pv is not None:
             util[key] = pv / 100.0
-    for prec in PRECISIONS:
-        if prec in flops and peak.get(prec):
-            util[f"flops_{prec}"] = flops[prec] / peak[prec]
-    return Roofline(
-        duration_ns=duration,
-        tensor_path=tensor_path,
-        tensor_path_peaks={p.removeprefix("op_"): v for p, v in path_peaks.items()},
-        flops=flops,
-        peak_flops=peak,
-        bytes_per_s=bps,
-        peak_bytes_per_s=peak_bps,
-        utilization=util,
-    )
+    return util
 
 
 TMA_LOAD_BYTES = "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"

@@ -322,6 +322,9 @@ def _dest_count(opcode: str, mnemonic: str) -> int:
     return 1
 
 
+_Snapshot = tuple[dict[int, "tuple[int, int] | None"], dict[int, bool], dict[int, bool], dict[int, bool]]
+
+
 @dataclass(frozen=True, slots=True)
 class _FlowStep:
     """What :func:`dataflow`'s counting pass finds at one instruction, before any weight: a function of the
@@ -343,6 +346,123 @@ class _FlowStep:
     """A global store or atomic (its per-PC sectors count as stores)."""
 
 
+class _Walk:
+    """The register state of one :func:`_flow_plan` walk.
+
+    producer[r]: (pc, index) of the loaded value r holds, or None when r holds a computed value;
+    varying[r]: r differs between the lanes of a warp (derived from the thread index);
+    tainted[r]: r is derived from data that a lane loaded from its own address (a load whose address
+    varies across lanes). A base pointer loaded once per block (a batched GEMM's pointer array) is the
+    same for every lane and does not make the addresses data-dependent.
+    datum[r]: r holds a value computed from data loaded from memory (whatever the lanes' addresses).
+    """
+
+    def __init__(self) -> None:
+        self.producer: dict[int, tuple[int, int] | None] = {}
+        self.varying: dict[int, bool] = {}
+        self.tainted: dict[int, bool] = {}
+        self.datum: dict[int, bool] = {}
+        # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
+        # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
+        self.back_edges: dict[int, _Snapshot] = {}
+
+    def merge_back_edge(self, pc: int) -> None:
+        """Merge the state a backward branch to ``pc`` carried in the first pass (second pass only)."""
+        if pc not in self.back_edges:
+            return
+        b_prod, b_vary, b_taint, b_datum = self.back_edges[pc]
+        for r, v in b_prod.items():
+            if v is not None and self.producer.get(r) is None:
+                self.producer[r] = v
+        for r in b_vary:
+            self.varying[r] = self.varying.get(r, False) or b_vary[r]
+        for r in b_taint:
+            self.tainted[r] = self.tainted.get(r, False) or b_taint[r]
+        for r in b_datum:
+            self.datum[r] = self.datum.get(r, False) or b_datum[r]
+
+    def record_back_edge(self, pc: int, ops: list[str]) -> None:
+        """Remember the state at a branch (first pass) when it jumps backwards."""
+        target = next((int(o, 16) for o in ops if o.startswith("0x")), None)
+        if target is None or target > pc:
+            return
+        prev = self.back_edges.get(target)
+        snap: _Snapshot = (dict(self.producer), dict(self.varying), dict(self.tainted), dict(self.datum))
+        if prev is not None:
+            for merged, earlier in zip(snap[1:], prev[1:], strict=True):
+                for r, v in earlier.items():
+                    merged[r] = merged.get(r, False) or v
+        self.back_edges[target] = snap
+
+    def step(self, index: int, opcode: str, mn: str, ops: list[str], src_datum: bool) -> _FlowStep:
+        """What one instruction counts for, before its weight (second pass only)."""
+        int_op = mn in INT_ARITH and not opcode.startswith("IMAD.MOV")
+        fma = mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3
+        loaded: tuple[tuple[int, int], ...] | None = None
+        if fma:
+            multiplicands = [_reg(o) for o in ops[1:3]]
+            values = [self.producer.get(r) if r is not None else None for r in multiplicands]
+            if all(v is not None for v in values):
+                loaded = tuple(v for v in values if v is not None)
+        dependent = False
+        if mn in GLOBAL_LOADS:
+            addr = [r for o in ops[1:] if "[" in o for r in _regs_in([o])]
+            dependent = any(self.tainted.get(r, False) for r in addr)
+        return _FlowStep(
+            index=index,
+            int_op=int_op,
+            int_data=int_op and src_datum,
+            fma=fma,
+            loaded=loaded,
+            load_bytes=access_bytes(opcode) if mn in GLOBAL_LOADS or mn in SHARED_LOADS else 0,
+            shared_load=mn in SHARED_LOADS,
+            global_load=mn in GLOBAL_LOADS,
+            dependent=dependent,
+            store=mn not in GLOBAL_LOADS and (mn in GLOBAL_STORES or mn in GLOBAL_ATOMICS),
+        )
+
+    def assign(
+        self, pc: int, text: str, opcode: str, mn: str, dest: list[int], srcs: list[str], src_regs: list[int]
+    ) -> None:
+        """Update the state of the registers one instruction writes."""
+        is_load = mn in _DATA_LOADS
+        predicated = text.lstrip().startswith("@")
+        src_datum = any(self.datum.get(r, False) for r in src_regs)
+        src_taint = any(self.tainted.get(r, False) for r in src_regs)
+        src_vary = any(self.varying.get(r, False) for r in src_regs) or (
+            mn == "S2R" and any(o.startswith(_LANE_SPECIAL) for o in srcs)
+        )
+        for i, r in enumerate(dest):
+            if is_load:
+                new_prod: tuple[int, int] | None = (pc, i)
+                new_taint = src_vary  # per-lane data only when the lanes read different addresses
+            elif mn == "MOV" or opcode.startswith("IMAD.MOV"):
+                r_src = _reg(srcs[-1]) if srcs else None
+                new_prod = self.producer.get(r_src) if r_src is not None else None
+                new_taint = src_taint
+            else:
+                new_prod, new_taint = None, src_taint
+            if predicated:
+                # If-converted code writes and reads a register under the same predicate, so the new value
+                # is the one its readers see; only a load stays a load when the other side writes a
+                # constant (``@P3 LDG R64, [...]`` / ``@!P3 MOV R64, RZ``: the zero-fill of a tile's edge).
+                new_prod = new_prod if new_prod is not None else self.producer.get(r)
+            self.producer[r], self.tainted[r], self.varying[r] = new_prod, new_taint, src_vary
+            self.datum[r] = is_load or src_datum or (predicated and self.datum.get(r, False))
+
+
+def _destinations(opcode: str, mn: str, ops: list[str]) -> tuple[list[int], list[str]]:
+    """The registers an instruction writes and its source operands."""
+    if mn in _FIRST_IS_PREDICATE_DEST and len(ops) > 1:
+        r = _reg(ops[1])
+        return ([r] if r is not None else []), ops[2:]
+    if mn not in _NO_REGISTER_DEST and ops and not mn.startswith("ST") and mn not in ("RED",):
+        r = _reg(ops[0])
+        if r is not None and r != 255:  # RZ is R255 in some listings
+            return [r + i for i in range(_dest_count(opcode, mn))], ops[1:]
+    return [], ops
+
+
 @functools.lru_cache(maxsize=128)
 def _flow_plan(listing: tuple[tuple[int, str], ...]) -> tuple[_FlowStep, ...]:
     """Trace the registers through ``listing`` (``(pc, text)`` in address order): one step per instruction.
@@ -354,110 +474,23 @@ def _flow_plan(listing: tuple[tuple[int, str], ...]) -> tuple[_FlowStep, ...]:
     for index, (pc, text) in enumerate(listing):
         opcode, ops = _split_operands(text)
         decoded.append((index, pc, text, opcode, opcode.split(".", 1)[0], ops))
-
-    # producer[r]: (pc, index) of the loaded value r holds, or None when r holds a computed value;
-    # varying[r]: r differs between the lanes of a warp (derived from the thread index);
-    # tainted[r]: r is derived from data that a lane loaded from its own address (a load whose address
-    # varies across lanes). A base pointer loaded once per block (a batched GEMM's pointer array) is the
-    # same for every lane and does not make the addresses data-dependent.
-    producer: dict[int, tuple[int, int] | None] = {}
-    varying: dict[int, bool] = {}
-    tainted: dict[int, bool] = {}
-    # datum[r]: r holds a value computed from data loaded from memory (whatever the lanes' addresses).
-    datum: dict[int, bool] = {}
+    walk = _Walk()
     steps: list[_FlowStep] = []
-    # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
-    # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
-    back_edges: dict[int, tuple[dict, dict, dict, dict]] = {}
     for count_pass in (False, True):
         for index, pc, text, opcode, mn, ops in decoded:
             if not mn:
                 continue
-            if count_pass and pc in back_edges:
-                b_prod, b_vary, b_taint, b_datum = back_edges[pc]
-                for r, v in b_prod.items():
-                    if v is not None and producer.get(r) is None:
-                        producer[r] = v
-                for r in b_vary:
-                    varying[r] = varying.get(r, False) or b_vary[r]
-                for r in b_taint:
-                    tainted[r] = tainted.get(r, False) or b_taint[r]
-                for r in b_datum:
-                    datum[r] = datum.get(r, False) or b_datum[r]
-            if not count_pass and mn == "BRA":
-                target = next((int(o, 16) for o in ops if o.startswith("0x")), None)
-                if target is not None and target <= pc:
-                    prev = back_edges.get(target)
-                    snap = (dict(producer), dict(varying), dict(tainted), dict(datum))
-                    if prev is not None:
-                        for merged, earlier in zip(snap[1:], prev[1:], strict=True):
-                            for r, v in earlier.items():
-                                merged[r] = merged.get(r, False) or v
-                    back_edges[target] = snap
-            predicated = text.lstrip().startswith("@")
-            is_load = mn in _DATA_LOADS
-            dest: list[int] = []
-            srcs = ops
-            if mn in _FIRST_IS_PREDICATE_DEST and len(ops) > 1:
-                r = _reg(ops[1])
-                dest, srcs = ([r] if r is not None else []), ops[2:]
-            elif mn not in _NO_REGISTER_DEST and ops and not mn.startswith("ST") and mn not in ("RED",):
-                r = _reg(ops[0])
-                if r is not None and r != 255:  # RZ is R255 in some listings
-                    dest = [r + i for i in range(_dest_count(opcode, mn))]
-                    srcs = ops[1:]
-            src_regs = _regs_in(srcs)
-            src_datum = any(datum.get(r, False) for r in src_regs)
             if count_pass:
-                int_op = mn in INT_ARITH and not opcode.startswith("IMAD.MOV")
-                fma = mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3
-                loaded: tuple[tuple[int, int], ...] | None = None
-                if fma:
-                    multiplicands = [_reg(o) for o in ops[1:3]]
-                    values = [producer.get(r) if r is not None else None for r in multiplicands]
-                    if all(v is not None for v in values):
-                        loaded = tuple(v for v in values if v is not None)
-                dependent = False
-                if mn in GLOBAL_LOADS:
-                    addr = [r for o in ops[1:] if "[" in o for r in _regs_in([o])]
-                    dependent = any(tainted.get(r, False) for r in addr)
+                walk.merge_back_edge(pc)
+            elif mn == "BRA":
+                walk.record_back_edge(pc, ops)
+            dest, srcs = _destinations(opcode, mn, ops)
+            src_regs = _regs_in(srcs)
+            if count_pass:
                 steps.append(
-                    _FlowStep(
-                        index=index,
-                        int_op=int_op,
-                        int_data=int_op and src_datum,
-                        fma=fma,
-                        loaded=loaded,
-                        load_bytes=access_bytes(opcode) if mn in GLOBAL_LOADS or mn in SHARED_LOADS else 0,
-                        shared_load=mn in SHARED_LOADS,
-                        global_load=mn in GLOBAL_LOADS,
-                        dependent=dependent,
-                        store=mn not in GLOBAL_LOADS and (mn in GLOBAL_STORES or mn in GLOBAL_ATOMICS),
-                    )
+                    walk.step(index, opcode, mn, ops, any(walk.datum.get(r, False) for r in src_regs))
                 )
-            # update the register state
-            src_taint = any(tainted.get(r, False) for r in src_regs)
-            src_vary = any(varying.get(r, False) for r in src_regs) or (
-                mn == "S2R" and any(o.startswith(_LANE_SPECIAL) for o in srcs)
-            )
-            for i, r in enumerate(dest):
-                new_vary = src_vary
-                if is_load:
-                    new_prod: tuple[int, int] | None = (pc, i)
-                    new_taint = src_vary  # per-lane data only when the lanes read different addresses
-                elif mn == "MOV" or opcode.startswith("IMAD.MOV"):
-                    r_src = _reg(srcs[-1]) if srcs else None
-                    new_prod = producer.get(r_src) if r_src is not None else None
-                    new_taint = src_taint
-                else:
-                    new_prod, new_taint = None, src_taint
-                if predicated:
-                    # If-converted code writes and reads a register under the same predicate, so the new value
-                    # is the one its readers see; only a load stays a load when the other side writes a
-                    # constant (``@P3 LDG R64, [...]`` / ``@!P3 MOV R64, RZ``: the zero-fill of a tile's edge).
-                    new_prod = new_prod if new_prod is not None else producer.get(r)
-                producer[r], tainted[r], varying[r] = new_prod, new_taint, new_vary
-                datum[r] = is_load or src_datum or (predicated and datum.get(r, False))
+            walk.assign(pc, text, opcode, mn, dest, srcs, src_regs)
     return tuple(steps)
 
 
@@ -516,18 +549,9 @@ def _dataflow(lines: Sequence[SassLine]) -> Dataflow:
             acc["gld"] += w
             if step.dependent:
                 acc["dep"] += w
-            for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
-                v = s.counters.get(key)
-                if v is not None:
-                    suffix = "_ideal" if key == PER_PC_SECTORS_IDEAL else ""
-                    sectors["load" + suffix] += v
-                    if step.dependent:
-                        sectors["dependent" + suffix] += v
+            _add_sectors(sectors, s, "load", step.dependent)
         elif step.store:
-            for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
-                v = s.counters.get(key)
-                if v is not None:
-                    sectors["store" + ("_ideal" if key == PER_PC_SECTORS_IDEAL else "")] += v
+            _add_sectors(sectors, s, "store", False)
     return Dataflow(
         fma=acc["fma"],
         fma_from_loads=acc["fma_from_loads"],
@@ -543,6 +567,17 @@ def _dataflow(lines: Sequence[SassLine]) -> Dataflow:
         int_data_pcs=frozenset(int_data_pcs),
         sectors=dict(sectors),
     )
+
+
+def _add_sectors(sectors: dict[str, float], s: SassLine, kind: str, dependent: bool) -> None:
+    """Add a load's or store's per-PC sectors (measured and ideal) to ``sectors``."""
+    for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
+        v = s.counters.get(key)
+        if v is not None:
+            suffix = "_ideal" if key == PER_PC_SECTORS_IDEAL else ""
+            sectors[kind + suffix] += v
+            if dependent:
+                sectors["dependent" + suffix] += v
 
 
 def is_mma(mnemonic: str) -> bool:
@@ -586,6 +621,96 @@ def _weight(line: SassLine) -> tuple[float, bool]:
     return 1.0, False
 
 
+_MEMORY_KEY = {
+    **dict.fromkeys(GLOBAL_LOADS, "gld"),
+    **dict.fromkeys(GLOBAL_STORES, "gst"),
+    **dict.fromkeys(SHARED_LOADS, "sld"),
+    **dict.fromkeys(SHARED_STORES, "sst"),
+}
+"""Accumulator key of the loads and stores whose access width is averaged."""
+
+
+class _Mix:
+    """The executed instruction mix of one :func:`analyze_sass` walk."""
+
+    def __init__(self) -> None:
+        self.by: dict[str, float] = defaultdict(float)
+        self.total = 0.0
+        self.acc: dict[str, float] = defaultdict(float)
+        self.width_sum: dict[str, float] = defaultdict(float)
+        self.widest: dict[str, int] = {}
+        self.dynamic_local = False
+        self.local_lines: set[tuple[str, int]] = set()
+
+    def add(self, s: SassLine, mn: str, w: float) -> None:
+        acc = self.acc
+        self.by[mn] += w
+        self.total += w
+        if is_mma(mn):
+            acc["mma"] += w
+        if mn in FP32_ARITH:
+            acc["fp32"] += w
+            if mn.startswith("FFMA"):
+                acc["ffma"] += w
+        elif mn in FP16_ARITH:
+            acc["fp16"] += w
+        elif mn in FP64_ARITH:
+            acc["fp64"] += w
+        elif mn in SPECIAL_FUNCTION:
+            acc["sfu"] += w
+        elif mn in (LOCAL_LOAD, LOCAL_STORE):
+            acc["ldl" if mn == LOCAL_LOAD else "stl"] += w
+            self.dynamic_local = self.dynamic_local or _local_address_is_dynamic(s.text)
+            if s.file and s.line:
+                self.local_lines.add((s.file, s.line))
+        elif mn in _MEMORY_KEY:
+            key = _MEMORY_KEY[mn]
+            acc[key] += w
+            self.width_sum[key] += w * access_bytes(s.opcode)
+            if w > 0:
+                self.widest[key] = max(self.widest.get(key, 0), access_bytes(s.opcode))
+        elif mn in GLOBAL_ATOMICS:
+            acc["gatom"] += w
+        elif mn in SHARED_ATOMICS:
+            acc["satom"] += w
+        elif mn in ASYNC_COPY:
+            acc["async"] += w
+
+    def width(self, key: str) -> float | None:
+        return self.width_sum[key] / self.acc[key] if self.acc.get(key) else None
+
+    def summary(self, weighted: bool) -> SassSummary:
+        acc = self.acc
+        local = acc.get("ldl", 0.0) + acc.get("stl", 0.0)
+        return SassSummary(
+            instructions=self.total,
+            by_mnemonic=dict(self.by),
+            weighted=weighted,
+            mma=acc.get("mma", 0.0),
+            fp32=acc.get("fp32", 0.0),
+            ffma=acc.get("ffma", 0.0),
+            fp16=acc.get("fp16", 0.0),
+            fp64=acc.get("fp64", 0.0),
+            special_function=acc.get("sfu", 0.0),
+            local_loads=acc.get("ldl", 0.0),
+            local_stores=acc.get("stl", 0.0),
+            local_kind=None if not local else ("dynamic_index" if self.dynamic_local else "register_spill"),
+            local_lines=tuple(sorted(self.local_lines)),
+            global_loads=acc.get("gld", 0.0),
+            global_stores=acc.get("gst", 0.0),
+            global_load_bytes_per_thread=self.width("gld"),
+            global_load_max_bytes=self.widest.get("gld"),
+            global_store_bytes_per_thread=self.width("gst"),
+            shared_loads=acc.get("sld", 0.0),
+            shared_stores=acc.get("sst", 0.0),
+            shared_load_bytes_per_thread=self.width("sld"),
+            shared_store_bytes_per_thread=self.width("sst"),
+            global_atomics=acc.get("gatom", 0.0),
+            shared_atomics=acc.get("satom", 0.0),
+            async_copies=acc.get("async", 0.0),
+        )
+
+
 def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     """Summarise a SASS listing (see the module docstring).
 
@@ -611,13 +736,7 @@ def _analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     # Weighted when the report holds per-PC executed counts; PCs without a count (padding after EXIT,
     # code never reached) then weigh 0.
     weighted = any(_weight(s)[1] for s in lines)
-    by: dict[str, float] = defaultdict(float)
-    total = 0.0
-    acc: dict[str, float] = defaultdict(float)
-    width_sum: dict[str, float] = defaultdict(float)
-    widest: dict[str, int] = {}
-    dynamic_local = False
-    local_lines: set[tuple[str, int]] = set()
+    mix = _Mix()
     for s in lines:
         w, has = _weight(s)
         if not weighted:
@@ -625,79 +744,9 @@ def _analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
         elif not has:
             w = 0.0
         mn = s.mnemonic
-        if not mn:
-            continue
-        by[mn] += w
-        total += w
-        if is_mma(mn):
-            acc["mma"] += w
-        if mn in FP32_ARITH:
-            acc["fp32"] += w
-            if mn.startswith("FFMA"):
-                acc["ffma"] += w
-        elif mn in FP16_ARITH:
-            acc["fp16"] += w
-        elif mn in FP64_ARITH:
-            acc["fp64"] += w
-        elif mn in SPECIAL_FUNCTION:
-            acc["sfu"] += w
-        elif mn in (LOCAL_LOAD, LOCAL_STORE):
-            acc["ldl" if mn == LOCAL_LOAD else "stl"] += w
-            dynamic_local = dynamic_local or _local_address_is_dynamic(s.text)
-            if s.file and s.line:
-                local_lines.add((s.file, s.line))
-        elif mn in GLOBAL_LOADS or mn in GLOBAL_STORES or mn in SHARED_LOADS or mn in SHARED_STORES:
-            key = (
-                "gld"
-                if mn in GLOBAL_LOADS
-                else "gst"
-                if mn in GLOBAL_STORES
-                else "sld"
-                if mn in SHARED_LOADS
-                else "sst"
-            )
-            acc[key] += w
-            width_sum[key] += w * access_bytes(s.opcode)
-            if w > 0:
-                widest[key] = max(widest.get(key, 0), access_bytes(s.opcode))
-        elif mn in GLOBAL_ATOMICS:
-            acc["gatom"] += w
-        elif mn in SHARED_ATOMICS:
-            acc["satom"] += w
-        elif mn in ASYNC_COPY:
-            acc["async"] += w
-
-    def width(key: str) -> float | None:
-        return width_sum[key] / acc[key] if acc.get(key) else None
-
-    local = acc.get("ldl", 0.0) + acc.get("stl", 0.0)
-    return SassSummary(
-        instructions=total,
-        by_mnemonic=dict(by),
-        weighted=weighted,
-        mma=acc.get("mma", 0.0),
-        fp32=acc.get("fp32", 0.0),
-        ffma=acc.get("ffma", 0.0),
-        fp16=acc.get("fp16", 0.0),
-        fp64=acc.get("fp64", 0.0),
-        special_function=acc.get("sfu", 0.0),
-        local_loads=acc.get("ldl", 0.0),
-        local_stores=acc.get("stl", 0.0),
-        local_kind=None if not local else ("dynamic_index" if dynamic_local else "register_spill"),
-        local_lines=tuple(sorted(local_lines)),
-        global_loads=acc.get("gld", 0.0),
-        global_stores=acc.get("gst", 0.0),
-        global_load_bytes_per_thread=width("gld"),
-        global_load_max_bytes=widest.get("gld"),
-        global_store_bytes_per_thread=width("gst"),
-        shared_loads=acc.get("sld", 0.0),
-        shared_stores=acc.get("sst", 0.0),
-        shared_load_bytes_per_thread=width("sld"),
-        shared_store_bytes_per_thread=width("sst"),
-        global_atomics=acc.get("gatom", 0.0),
-        shared_atomics=acc.get("satom", 0.0),
-        async_copies=acc.get("async", 0.0),
-    )
+        if mn:
+            mix.add(s, mn, w)
+    return mix.summary(weighted)
 
 
 __all__ = ["INT_ARITH", "SassSummary", "access_bytes", "analyze_sass", "is_mma"]

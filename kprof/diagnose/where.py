@@ -40,16 +40,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kprof import thresholds as th
 from kprof.diagnose.sass import dataflow
+from kprof.facts.stalls import NOT_STALLS, PCSAMP_STALL
 from kprof.kernel_model import KernelLaunch, SassLine
 from kprof.model import Bottleneck, SourceLine
 
 B = Bottleneck
-WARP_SIZE = (
-    32  # threads per warp on every NVIDIA GPU since Tesla (CUDA C++ Programming Guide, SIMT architecture)
-)
-SECTOR_BYTES = 32  # an L2/L1 sector (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory")
-WAVEFRONT_BYTES = 128  # one shared-memory wavefront serves 32 banks x 4 bytes (ncu Kernel Profiling Guide)
+WAVEFRONT_BYTES = th.SHARED_BANKS * th.SHARED_BANK_BYTES
+"""Bytes one shared-memory wavefront serves (32 banks x 4 bytes)."""
 
 MAX_LINES = 3
 """At most this many lines are named: a diagnosis names the few lines to change, not a profile."""
@@ -79,8 +78,6 @@ MMA = frozenset({"HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGM
 _UTC_MMA = re.compile(r"^UTC\w*MMA$")
 NOT_OVERHEAD = FP_MATH | MMA | GLOBAL_MEM | LOCAL_MEM | SHARED_MEM | {"MUFU"}
 INST_EXECUTED = ("inst_executed", "sass__inst_executed", "smsp__sass_inst_executed")
-_PCSAMP = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+?)$")
-_NOT_STALLS = {"selected", "not_selected", "sleeping"}
 _REG = re.compile(r"\bR(\d+)(?:\.(64|128))?\b")
 
 
@@ -168,7 +165,7 @@ def _idle_lanes(s: SassLine) -> float:
     threads = _c(s, "thread_inst_executed")
     if not n or threads is None:
         return 0.0
-    return max(0.0, WARP_SIZE * n - threads)
+    return max(0.0, th.WARP_SIZE * n - threads)
 
 
 def _lanes_detail(s: SassLine) -> str:
@@ -176,7 +173,7 @@ def _lanes_detail(s: SassLine) -> str:
     threads = _c(s, "thread_inst_executed")
     if not n or threads is None:
         return ""
-    return f"{threads / n:.3g} of {WARP_SIZE} lanes active"
+    return f"{threads / n:.3g} of {th.WARP_SIZE} lanes active"
 
 
 def _fp_math(s: SassLine) -> float:
@@ -237,15 +234,15 @@ def _l2_sectors(s: SassLine) -> float:
 
 
 def _l1_bytes(s: SassLine) -> float:
-    return SECTOR_BYTES * _l2_sectors(s) + WAVEFRONT_BYTES * (_c(s, "memory_l1_wavefronts_shared") or 0.0)
+    return th.SECTOR_BYTES * _l2_sectors(s) + WAVEFRONT_BYTES * (_c(s, "memory_l1_wavefronts_shared") or 0.0)
 
 
 def stall_samples(s: SassLine) -> dict[str, float]:
     """Warp stall samples at this PC by reason (``smsp__pcsamp_warps_issue_stalled_<reason>``), selected excluded."""
     out: dict[str, float] = {}
     for name, v in s.counters.items():
-        m = _PCSAMP.match(name)
-        if m and m.group(1) not in _NOT_STALLS and not name.endswith("_not_issued") and v > 0:
+        m = PCSAMP_STALL.match(name)
+        if m and m.group(1) not in NOT_STALLS and not name.endswith("_not_issued") and v > 0:
             out[m.group(1)] = float(v)
     return out
 
@@ -401,7 +398,7 @@ def _divergence_values(lines: Sequence[SassLine]) -> tuple[list[float], list[str
         n = executed(s)
         taken = _c(s, "thread_inst_executed_true")
         if n and taken is not None:
-            notes[b] = f"divergent branch, {taken / n:.3g} of {WARP_SIZE} lanes take it"
+            notes[b] = f"divergent branch, {taken / n:.3g} of {th.WARP_SIZE} lanes take it"
     return moved, notes
 
 
@@ -524,34 +521,14 @@ def attribute(
             note="No kernel line is responsible: the grid size is set where the kernel is launched (host code), "
             "which the report does not contain.",
         )
-    detail: Callable[[SassLine], str] | None
-    notes = [""] * len(lines)
-    if bottleneck in STALL_BOTTLENECKS:
-        values, reasons = _stall_values(lines)
-        quantity = "warp stall samples"
-        detail = None
-    elif bottleneck is B.WARP_DIVERGENCE:
-        values, notes = _divergence_values(lines)
-        reasons = [""] * len(lines)
-        quantity, detail = MEASURES[bottleneck].quantity, MEASURES[bottleneck].detail
-    elif bottleneck is B.COMPUTE_BOUND:
-        # the arithmetic the algorithm needs: FP math, special functions, and integer math on loaded data (a hash
-        # of a loaded key); index math from the thread index is not the kernel's work
-        data_pcs = dataflow(lines).int_data_pcs
-        values = [_compute(s) + (executed(s) if s.pc in data_pcs else 0.0) for s in lines]
-        reasons = [""] * len(lines)
-        quantity, detail = "executed arithmetic on the data (FP, MUFU, integer)", None
-    elif bottleneck in MEASURES:
-        m = MEASURES[bottleneck]
-        values, reasons = [m.per_pc(s) for s in lines], [""] * len(lines)
-        quantity, detail = m.quantity, m.detail
-    else:
+    per_pc = _per_pc(lines, bottleneck)
+    if per_pc is None:
         return Attribution(line_info=line_info, source_text=source_text)
-    total = sum(values)
+    total = sum(per_pc.values)
     if total <= 0:
         counters = any(s.counters for s in lines)
         return Attribution(
-            quantity=quantity,
+            quantity=per_pc.quantity,
             line_info=line_info,
             source_text=source_text,
             note=""
@@ -559,6 +536,58 @@ def attribute(
             else "The report holds the SASS but no per-instruction counters: profile with `--section SourceCounters` "
             "(part of `--set full`) to name the lines.",
         )
+    out = _ranked_lines(k, bottleneck, per_pc, total, max_lines)
+    note = "" if line_info and source_text else _how_to_get_lines(k, line_info, language)
+    return Attribution(
+        lines=tuple(out),
+        quantity=per_pc.quantity,
+        total=total,
+        line_info=line_info,
+        source_text=source_text,
+        note=note,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PerPc:
+    """The waste of one bottleneck per SASS instruction, and how to describe it."""
+
+    values: list[float]
+    reasons: list[str]
+    """The top stall reason per instruction, for the stall bottlenecks; "" otherwise."""
+    notes: list[str]
+    """A ready detail per instruction (divergence); "" otherwise."""
+    quantity: str
+    detail: Callable[[SassLine], str] | None
+
+
+def _per_pc(lines: Sequence[SassLine], bottleneck: Bottleneck) -> _PerPc | None:
+    """The waste ``bottleneck`` attributes to each instruction; None when it has no per-instruction measure."""
+    blank = [""] * len(lines)
+    if bottleneck in STALL_BOTTLENECKS:
+        values, reasons = _stall_values(lines)
+        return _PerPc(values, reasons, blank, "warp stall samples", None)
+    if bottleneck is B.WARP_DIVERGENCE:
+        values, notes = _divergence_values(lines)
+        return _PerPc(values, blank, notes, MEASURES[bottleneck].quantity, MEASURES[bottleneck].detail)
+    if bottleneck is B.COMPUTE_BOUND:
+        # the arithmetic the algorithm needs: FP math, special functions, and integer math on loaded data (a hash
+        # of a loaded key); index math from the thread index is not the kernel's work
+        data_pcs = dataflow(lines).int_data_pcs
+        values = [_compute(s) + (executed(s) if s.pc in data_pcs else 0.0) for s in lines]
+        return _PerPc(values, blank, blank, "executed arithmetic on the data (FP, MUFU, integer)", None)
+    if bottleneck in MEASURES:
+        m = MEASURES[bottleneck]
+        return _PerPc([m.per_pc(s) for s in lines], blank, blank, m.quantity, m.detail)
+    return None
+
+
+def _ranked_lines(
+    k: KernelLaunch, bottleneck: Bottleneck, p: _PerPc, total: float, max_lines: int
+) -> list[SourceLine]:
+    """The lines (or, without line info, the opcodes) that carry the most of the waste, most first: at most
+    ``max_lines``, each at least MIN_LINE_SHARE, until COVERED_SHARE of it is named."""
+    lines, values = k.sass, p.values
     entry = min((s.pc for s in lines), default=0)
     # With line info, a line's instructions add up; without it, the instructions of one opcode do (the
     # 40 HGMMA of an unrolled cuBLAS main loop are one thing to name, at the first of their PCs).
@@ -576,25 +605,8 @@ def attribute(
         share = value / total
         if out and (share < MIN_LINE_SHARE or covered >= COVERED_SHARE or len(out) >= max_lines):
             break
-        if bottleneck is B.INSTRUCTION_BOUND:
-            # name the costly instruction of the line: the conversions and reciprocals of a run-time division run
-            # on the quarter-rate XU pipe; uniform-datapath instructions (ULDC, UMOV, ...) execute once per warp on
-            # the uniform datapath and are not the cost, whatever their count
-            top = max(idx, key=lambda i: (_issue_cost_rank(lines[i]), values[i]))
-        else:
-            top = max(idx, key=lambda i: values[i])
+        top, d = _line_detail(lines, bottleneck, p, idx, file, line)
         s = lines[top]
-        d = notes[top] or (detail(s) if detail else "")
-        if bottleneck is B.INSTRUCTION_BOUND:
-            group = [lines[i] for i in idx] + _line_xu(lines, file, line)
-            rest = [x for x in _xu_chain(group).split(", ") if x and x != s.opcode]
-            if s.mnemonic in XU_OPS:
-                chain = ("then " + " and ".join(rest) + ", all " if rest else "") + "on the XU pipe"
-                d = chain + (f"; {d}" if d else "")
-        if reasons[top]:
-            d = f"mostly {reasons[top]}" + (f"; {d}" if d else "")
-        if not file and len(idx) > 1:
-            d = f"{len(idx)} instructions" + (f"; {d}" if d else "")
         out.append(
             SourceLine(
                 file=file,
@@ -603,21 +615,45 @@ def attribute(
                 share=round(min(1.0, share), 4),
                 instruction=s.opcode,
                 value=round(value, 1) if value != int(value) else int(value),
-                quantity=quantity,
+                quantity=p.quantity,
                 detail=d,
                 pc=(s.pc if file else min(lines[i].pc for i in idx)) - entry,
             )
         )
         covered += share
-    note = "" if line_info and source_text else _how_to_get_lines(k, line_info, language)
-    return Attribution(
-        lines=tuple(out),
-        quantity=quantity,
-        total=total,
-        line_info=line_info,
-        source_text=source_text,
-        note=note,
-    )
+    return out
+
+
+def _line_detail(
+    lines: Sequence[SassLine],
+    bottleneck: Bottleneck,
+    p: _PerPc,
+    idx: list[int],
+    file: str | None,
+    line: int | None,
+) -> tuple[int, str]:
+    """(the instruction to name for a line, its detail)."""
+    values = p.values
+    if bottleneck is B.INSTRUCTION_BOUND:
+        # name the costly instruction of the line: the conversions and reciprocals of a run-time division run
+        # on the quarter-rate XU pipe; uniform-datapath instructions (ULDC, UMOV, ...) execute once per warp on
+        # the uniform datapath and are not the cost, whatever their count
+        top = max(idx, key=lambda i: (_issue_cost_rank(lines[i]), values[i]))
+    else:
+        top = max(idx, key=lambda i: values[i])
+    s = lines[top]
+    d = p.notes[top] or (p.detail(s) if p.detail else "")
+    if bottleneck is B.INSTRUCTION_BOUND:
+        group = [lines[i] for i in idx] + _line_xu(lines, file, line)
+        rest = [x for x in _xu_chain(group).split(", ") if x and x != s.opcode]
+        if s.mnemonic in XU_OPS:
+            chain = ("then " + " and ".join(rest) + ", all " if rest else "") + "on the XU pipe"
+            d = chain + (f"; {d}" if d else "")
+    if p.reasons[top]:
+        d = f"mostly {p.reasons[top]}" + (f"; {d}" if d else "")
+    if not file and len(idx) > 1:
+        d = f"{len(idx)} instructions" + (f"; {d}" if d else "")
+    return top, d
 
 
 __all__ = [

@@ -59,7 +59,7 @@ SOL_BARS: tuple[tuple[str, str], ...] = (
 def warp_stalls(launch: KernelLaunch) -> tuple[dict[str, float], str]:
     """Warp stall reasons of a launch, largest first, and what the numbers are.
 
-    The reasons are those of :func:`kprof.diagnose.kernel.stall_reasons` (the diagnosis's
+    The reasons are those of :func:`kprof.facts.stalls.stall_reasons` (the diagnosis's
     own reading). With ncu's WarpStateStats metrics the values are warp cycles per issued
     instruction (unit ``"cycles per issued instruction"``); from PC sampling alone they are
     shares of the samples (unit ``"share of PC samples"``). Empty when neither was collected.
@@ -73,7 +73,7 @@ def warp_stalls(launch: KernelLaunch) -> tuple[dict[str, float], str]:
     >>> warp_stalls(k)
     ({'long_scoreboard': 12.5, 'wait': 1.5}, 'cycles per issued instruction')
     """
-    from kprof.diagnose.kernel import stall_reasons
+    from kprof.facts.stalls import stall_reasons
 
     reasons = stall_reasons(launch)
     if any(_STALL_RATIO.match(n) or _STALL_LATENCY.match(n) for n in launch.metrics):

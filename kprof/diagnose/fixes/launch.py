@@ -1,0 +1,114 @@
+"""Fixes in the kernel's language for the launch: grid size, tail waves, occupancy."""
+
+from __future__ import annotations
+
+import re
+
+from kprof.diagnose.fixes.context import Context, L, Text, keep_with_line, where_sentence
+from kprof.diagnose.fixes.source import SHARED_DECL, clip, hot_loop, strip_comments
+
+
+def grid(c: Context) -> Text:
+    """How to launch more blocks: split the hot loop, more programs, batched calls."""
+    blocks = c.evidence_value("launch__grid_size")
+    target = c.evidence_reference("launch__grid_size")
+    n = f"{int(blocks)} blocks" if blocks else "this few blocks"
+    want = f"at least {int(target)}" if target else "a few per SM"
+    if c.is_cuda and blocks and target:
+        loop = hot_loop(c.k)
+        if loop is not None and re.search(r"gridDim", loop[1]):
+            return "", (
+                f"The loop on line {loop[0]} (`{clip(loop[1])}`) already strides by the grid, so the work spreads "
+                f"over however many blocks are launched: launch {want} blocks (the resident blocks per SM "
+                "from cudaOccupancyMaxActiveBlocksPerMultiprocessor, times the SM count) instead of "
+                f"{int(blocks)}."
+            )
+        if loop is not None:
+            line, text, bound = loop
+            ratio = max(2, -(-int(target) // int(blocks)))
+            return "", (
+                f"Split the loop on line {line} (`{clip(text)}`) across {ratio}x as many blocks: launch "
+                f"{int(blocks) * ratio} blocks, give each block `{bound} / {ratio}` of the iterations (block "
+                f"`blockIdx.x % {ratio}` takes its slice), and add the partial results at the end (an atomicAdd into "
+                "the output, or a second small kernel that sums them). Alternatively, a grid-stride loop over the "
+                "iterations sized from the SM count."
+            )
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        return "", (
+            f"The launch grid gives {n}: use smaller BLOCK sizes so there are more programs ({want}), or split the "
+            "reduced dimension across programs (split-K with tl.atomic_add, or a second pass)."
+        )
+    if c.lang is L.PYTORCH:
+        name = c.k.display_name
+        if re.search(r"SoftMax|softmax|LogSoftMax", name):
+            return "", (
+                f"PyTorch's softmax gives each row one block, so {n} means {int(blocks) if blocks else 'few'} rows: "
+                "a row this long needs a kernel that splits it across blocks. torch.compile can (Inductor splits the "
+                "max and sum reductions of a long row across blocks, then combines them), or write "
+                "the two-pass (online) softmax yourself; if several such softmaxes run, one call over the stacked "
+                "inputs gives more rows per launch."
+            )
+        return "", (
+            f"The op launches {n} because its shape gives little parallel work (a reduction over few long rows, "
+            "a small tensor): torch.compile splits long reductions across blocks (a split reduction), and if the "
+            "same op runs on several tensors of this shape, one call over the stacked inputs gives each launch "
+            "more blocks."
+        )
+    if c.lang is L.LIBRARY:
+        return "", (
+            f"{c.origin.library or 'The library'} gets too small a problem ({n}): batch the calls (one strided-batched "
+            "call, torch.bmm, or one GEMM over concatenated inputs), or let it split K (cuBLASLt split-K/stream-K)."
+        )
+    return "", None
+
+
+def tail(c: Context) -> Text:
+    """How to size the grid to whole waves, for the kernel's language."""
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        return "", (
+            "Choose BLOCK sizes so the number of programs is a whole number of waves, or make the kernel persistent "
+            "(grid = number of SMs, each program loops over tiles with tl.range)."
+        )
+    if c.lang in (L.PYTORCH, L.LIBRARY):
+        return (
+            "",
+            "The wave count follows from the tensor shapes: pad or batch the inputs so the last wave fills.",
+        )
+    return "", None
+
+
+def occupancy(c: Context) -> Text:
+    """The declaration that sets the limiting resource (shared memory), or the Triton knobs."""
+    mech = where_sentence(c, "warp stall samples")
+    if c.is_cuda and "shared memory" in c.d.fix:
+        dyn = re.search(r"extern\s+__shared__\s+[\w:]+\s+(\w+)\s*\[\s*\]", strip_comments(c.source))
+        if dyn:
+            size = c.k.shared_mem_per_block
+            return mech, (
+                f"The dynamic shared buffer `{dyn.group(1)}` is sized at launch"
+                + (f" ({size} B per block)" if size else "")
+                + " and decides how few blocks fit on an SM: pass a smaller size (the third `<<<...>>>` argument) and "
+                "process the data in smaller pieces, so more blocks are resident and their loads overlap."
+            )
+        decls = list(SHARED_DECL.finditer(strip_comments(c.source)))
+        if decls:
+            first = decls[0]
+            line = (
+                c.source[: c.source.find(first.group(0))].count("\n") + 1
+                if first.group(0) in c.source
+                else None
+            )
+            at = f" (line {line})" if line else ""
+            return mech, (
+                f"`{' '.join(first.group(0).split())}`{at} sets the shared memory of each block and with it how few "
+                f"blocks fit on an SM: {c.d.fix[0].lower()}{c.d.fix[1:]}"
+            )
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        return mech, (
+            "num_warps, num_stages and the BLOCK sizes set the registers and shared memory of each program: lower "
+            "num_stages (each stage keeps a copy of the operand tiles in shared memory) or the BLOCK sizes, so more "
+            "programs fit on an SM."
+        )
+    if c.lang in (L.PYTORCH, L.LIBRARY):
+        return mech, None
+    return mech, keep_with_line(c) if c.top and c.top.line is not None else None

@@ -1,0 +1,157 @@
+"""Fixes in the kernel's language for latency, a busy resource short of its roof, and a healthy kernel."""
+
+from __future__ import annotations
+
+import re
+
+from kprof.diagnose.fixes.context import B, Context, L, Text, keep_with_line, sass_index, where_sentence
+from kprof.diagnose.fixes.source import has_loop, strip_comments
+from kprof.diagnose.where import address_from_load
+from kprof.knowledge import instructions as ki
+from kprof.model import Verdict
+
+
+def latency(c: Context) -> Text:
+    """What the warps wait on at the responsible line (a dependent gather, too little work per program)."""
+    mech = where_sentence(c, "warp stall samples")
+    i = sass_index(c, c.top)
+    gather = i is not None and c.k.sass[i].mnemonic in ("LDG", "LD") and address_from_load(c.k.sass, i)
+    if gather and c.lang is L.PYTORCH:
+        return mech, (
+            "PyTorch's gather waits on loads whose addresses come from loaded indices (index_select, gather, "
+            "embedding or advanced indexing with scattered indices): sort the indices first (`idx, perm = idx.sort()`, gather, then undo "
+            "the permutation) so neighbouring lanes read neighbouring rows, and gather whole contiguous rows rather "
+            "than single elements."
+        )
+    if gather and c.lang in (L.TRITON, L.INDUCTOR):
+        return mech, (
+            "The waited-on load takes its address from a loaded index: sort or bucket the indices so neighbouring "
+            "lanes gather neighbouring rows, and give each program several independent gathers (larger BLOCK, "
+            "num_warps=8) so more are in flight."
+        )
+    if c.is_cuda and gather:
+        where = c.line_ref() or "this load"
+        mech += (
+            " That load's address is computed from a value loaded just before (a pointer chase, hash probe or index "
+            "lookup), so each warp waits one full memory latency per step."
+        )
+        return mech, (
+            f"Keep more of these dependent loads in flight at {where}: give each thread several independent chains "
+            "(walk 4-8 lists or probe 4-8 keys per thread, interleaved), keep occupancy high, and where the data "
+            "allows, reorder it so that neighbouring lanes' targets are adjacent (sort the keys, lay a list out in "
+            "traversal order)."
+        )
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        warps = (c.k.threads_per_block or 0) // 32
+        now = (
+            f" (this launch: num_warps={warps}, {c.k.threads_per_block} threads per program)" if warps else ""
+        )
+        return mech, (
+            f"Each program moves too few bytes to hide memory latency{now}: raise BLOCK to 1024-4096 elements "
+            "with num_warps=4-8, so each thread issues several 16-byte loads and far fewer programs are launched"
+            + (
+                "; the loop can also keep loads in flight across iterations with num_stages >= 3."
+                if has_loop(c.k)
+                else "."
+            )
+        )
+    if c.lang is L.PYTORCH:
+        return mech, (
+            "The op does too little work per launch to keep the memory system busy: batch the calls, or fuse the op "
+            "with its neighbours (torch.compile)."
+        )
+    if c.lang is L.LIBRARY:
+        return mech, None
+    return mech, keep_with_line(c)
+
+
+def resource(c: Context) -> Text:
+    """A busy unit short of its roof, for the kernel's language (tile sizes, contiguous inputs, fusion)."""
+    mech = where_sentence(c, "traffic")
+    if c.d.verdict is Verdict.HEALTHY:
+        return healthy(c)
+    if c.lang in (L.TRITON, L.INDUCTOR) and "tl.dot" in c.source:
+        warps = (c.k.threads_per_block or 0) // 32
+        grouped = bool(
+            re.search(r"GROUP_SIZE|GROUP_M\b|group_id|pid_m\s*=\s*first_pid_m", strip_comments(c.source))
+        )
+        return mech, (
+            "The tiles are too small to reuse what they load: each operand is re-read from L2 for every small "
+            + (f"tile (this launch: num_warps={warps}). " if warps else "tile. ")
+            + "Use BLOCK_M=128, BLOCK_N=128-256, BLOCK_K=64 with num_warps=4-8 and num_stages=3"
+            + (
+                "; the programs are already grouped along M, which pays once the tiles are large"
+                if grouped
+                else ", and group programs along M (GROUP_M) for L2 reuse"
+            )
+            + "; Triton then emits wgmma on sm_90."
+        )
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        return (
+            mech,
+            "Raise BLOCK so each program moves more contiguous bytes per load, and fuse neighbouring ops.",
+        )
+    if c.is_cuda:
+        return mech, keep_with_line(c)
+    compute = c.d.bottleneck is B.COMPUTE_BOUND
+    if c.lang is L.PYTORCH:
+        return mech, (
+            "This PyTorch op runs below the roof of its busiest unit: "
+            + (
+                "run it in bf16/fp16 (torch.autocast) if the precision allows, or fuse it with its neighbours "
+                "(torch.compile)."
+                if compute
+                else "pass it contiguous inputs (strided ones take PyTorch's slower generic kernels), fuse it with its "
+                "neighbours (torch.compile) so the tensor crosses memory once, and use bf16 where the precision allows."
+            )
+        )
+    return mech, (
+        f"{c.origin.library or 'The library'} runs this call below its roof: give it contiguous operands, sizes that "
+        "are multiples of 8 (16-bit types) or 16 (8-bit), and more work per call (batch the calls)."
+    )
+
+
+def healthy(c: Context) -> Text:
+    """Less work, for the kernel's language (the kernel is at its roof)."""
+    if c.lang is L.PYTORCH:
+        return "", (
+            "This PyTorch kernel is at its roof; to go faster launch less of it: fuse it with its producer or "
+            "consumer (torch.compile), use bf16 activations where the precision allows, or skip the op."
+        )
+    compute = c.d.bottleneck in (B.TENSOR_CORE_BOUND, B.COMPUTE_BOUND)
+    less = "do fewer FLOPs" if compute else "move fewer bytes"
+    if c.lang is L.LIBRARY:
+        mma = next((m for w in c.where if (m := ki.parse_mma(w.instruction)) is not None), None)
+        lower = (
+            "; or, if the accuracy allows, FP8 inputs (sm_89+: torch._scaled_mm, Transformer Engine)"
+            if compute and mma is not None and mma.dtype in ("fp16", "bf16") and (c.sm or 0) >= 89
+            else ""
+        )
+        sms = c.k.device_attributes.get("multiprocessor_count")
+        small = c.k.blocks is not None and isinstance(sms, int | float) and c.k.blocks < sms
+        mech = ""
+        if compute and mma is not None:
+            tma = any(x.mnemonic in ("UTMALDG", "UBLKCP") for x in c.k.sass)
+            mech = (
+                f"It issues {c.where[0].instruction}"
+                + (" fed by TMA (UTMALDG) loads" if tma else "")
+                + (f" on a {c.k.blocks}-block grid" if c.k.blocks else "")
+                + ": the fastest matrix instruction this GPU has for these inputs, kept busy."
+            )
+        return mech, (
+            f"{c.origin.library or 'The library'} runs this call at its roof; to go faster {less}: skip work the "
+            "result does not need (fewer or smaller calls)"
+            + (", or batch small calls into one (this grid does not fill the GPU)" if small else "")
+            + f"{lower}."
+        )
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        if compute:
+            return "", (
+                "This Triton kernel is at its roof; to go faster do fewer FLOPs: skip work (e.g. causal or padded "
+                "blocks with an early `continue`), or narrower tl.dot operands where the precision allows."
+            )
+        return "", (
+            "This Triton kernel is at its roof; to go faster move fewer bytes: fuse it with the kernel before or after "
+            "it (one program loads once and does both), or load narrower types (e.g. store tl.bfloat16)."
+        )
+    return "", None

@@ -1,0 +1,463 @@
+"""What the kernel rules read, computed once per launch: :class:`KernelFacts`.
+
+:func:`build_facts` gathers the roofline, the SASS summary and data flow, each unit's use on elapsed cycles and
+the sections the report lacks; :func:`metric_value` computes every documented ``derived:``/``sass:`` quantity
+(:data:`~kprof.facts.names.DERIVED`) so that evidence, expectations and ``kprof compare`` quote one value under
+one name; :func:`kernel_floor_ns` is the physical floor no predicted duration may cross.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kprof import thresholds as th
+from kprof.diagnose.roofline import (
+    COMPUTE_SOL,
+    SOL_LEVEL_METRICS,
+    XU_PIPE_METRICS,
+    Roofline,
+    roofline,
+    sm_active_fraction,
+)
+from kprof.diagnose.sass import Dataflow, SassSummary, analyze_sass, dataflow
+from kprof.facts.names import (
+    DERIVED,
+    DURATION,
+    GATOM_REQUESTS,
+    GLD_REQUESTS,
+    GLD_SECTORS,
+    GRED_REQUESTS,
+    GST_REQUESTS,
+    GST_SECTORS,
+    ISSUE_ACTIVE,
+    L1_WAVEFRONT_PCT,
+    L2_ATOMIC_REQUESTS,
+    L2_THEORETICAL_SECTORS,
+    L2_THEORETICAL_SECTORS_IDEAL,
+    LDSM_REQUESTS,
+    LLD_SECTORS,
+    LST_SECTORS,
+    LSU_REQUEST_PCT,
+    OCC_LIMITS,
+    SATOM_REQUESTS,
+    SATOM_WAVEFRONTS,
+    SLD_REQUESTS,
+    SLD_WAVEFRONTS,
+    SST_REQUESTS,
+    SST_WAVEFRONTS,
+    THEORETICAL_OCC,
+    THREADS_PER_INST,
+    WAVES,
+)
+from kprof.facts.stalls import stall_reasons
+from kprof.facts.units import (
+    MEMORY_UNITS,
+    UNIT_PRIORITY,
+    fp_inst_share,
+    has_tensor_cores,
+    unit_flags,
+    unit_utilization,
+    work_inst_share,
+)
+from kprof.kernel_model import KernelLaunch
+from kprof.model import Evidence
+
+UNDER_NCU = "measured under ncu"
+
+
+def sum_present(k: KernelLaunch, names: Iterable[str]) -> float | None:
+    """The sum of the metrics of ``names`` the report holds; None when it holds none."""
+    vals = [k.value(n) for n in names]
+    present = [v for v in vals if v is not None]
+    return sum(present) if present else None
+
+
+_FROM_COUNTERS: dict[str, Callable[[KernelLaunch], float | None]] = {
+    "derived:global_load_sectors_per_request": lambda k: ratio(k.value(GLD_SECTORS), k.value(GLD_REQUESTS)),
+    "derived:global_store_sectors_per_request": lambda k: ratio(k.value(GST_SECTORS), k.value(GST_REQUESTS)),
+    "derived:global_sectors_per_request": lambda k: ratio(
+        sum_present(k, (GLD_SECTORS, GST_SECTORS)), sum_present(k, (GLD_REQUESTS, GST_REQUESTS))
+    ),
+    "derived:global_excess_sector_share": lambda k: _excess(
+        k.value(L2_THEORETICAL_SECTORS), k.value(L2_THEORETICAL_SECTORS_IDEAL)
+    ),
+    "derived:shared_wavefronts_per_request": lambda k: ratio(
+        sum_present(k, (SLD_WAVEFRONTS, SST_WAVEFRONTS)), shared_requests(k, "ld", "st")
+    ),
+    "derived:shared_load_wavefronts_per_request": lambda k: ratio(
+        k.value(SLD_WAVEFRONTS), shared_requests(k, "ld")
+    ),
+    "derived:shared_store_wavefronts_per_request": lambda k: ratio(
+        k.value(SST_WAVEFRONTS), shared_requests(k, "st")
+    ),
+    "derived:shared_atomic_wavefronts_per_request": lambda k: ratio(
+        k.value(SATOM_WAVEFRONTS), shared_requests(k, "atom")
+    ),
+    "derived:l1_wavefronts_per_lsu_request": lambda k: ratio(
+        k.value(L1_WAVEFRONT_PCT), k.value(LSU_REQUEST_PCT)
+    ),
+    "derived:local_memory_sectors": lambda k: sum_present(k, (LLD_SECTORS, LST_SECTORS)),
+    "derived:local_sector_share": lambda k: _local_share(k),
+    "derived:global_atomic_requests": lambda k: sum_present(k, GATOM_REQUESTS + GRED_REQUESTS),
+    "derived:l2_atomic_requests": lambda k: sum_present(k, L2_ATOMIC_REQUESTS),
+    "derived:sm_active_fraction": lambda k: sm_active_fraction(k),
+    "derived:sm_active_pct": lambda k: _times100(sm_active_fraction(k)),
+    "derived:tail_wave_efficiency": lambda k: _tail_efficiency(k.value(WAVES)),
+    "derived:dram_bytes": lambda k: dram_bytes(k),
+    "derived:fp_inst_share": lambda k: fp_inst_share(k),
+    "derived:work_inst_share": lambda k: work_inst_share(k),
+}
+"""The derived quantities computed from the launch's counters alone (see :data:`~kprof.facts.names.DERIVED`)."""
+
+_UTILIZATION_OF = {
+    "derived:fp32_utilization": "fp32",
+    "derived:tensor_utilization": "tensor",
+    "derived:fp64_utilization": "fp64",
+    "derived:xu_utilization": "xu",
+    "derived:int_utilization": "int",
+    "derived:l1_utilization": "l1",
+}
+"""The derived utilisations: a unit's use over the elapsed cycles (:func:`~kprof.facts.units.unit_utilization`)."""
+
+
+def metric_value(k: KernelLaunch, name: str) -> float | None:
+    """The value of an ncu metric, or of one of the documented ``derived:``/``sass:`` names (see :data:`DERIVED`).
+
+    ``sass:<counter>`` sums a per-PC source counter (e.g. ``sass:smsp__pcsamp_warps_issue_stalled_wait``)
+    over the SASS listing. Returns None when the report lacks what it needs (missing is never 0).
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import KernelLaunch, Metric
+    >>> k = KernelLaunch(id=0, name="k", metrics={GLD_SECTORS: Metric(3200.0), GLD_REQUESTS: Metric(100.0)})
+    >>> metric_value(k, "derived:global_load_sectors_per_request")
+    32.0
+    """
+    if name.startswith("sass:"):
+        return _sass_value(k, name)
+    if not name.startswith("derived:"):
+        return k.value(name)
+    if name in _FROM_COUNTERS:
+        return _FROM_COUNTERS[name](k)
+    roof = roofline(k)
+    if name in ("derived:fp32_tflops", "derived:tensor_tflops"):
+        flops = roof.flops.get(name.removeprefix("derived:").removesuffix("_tflops"))
+        return flops / 1e12 if flops is not None else None
+    if name == "derived:fp32_flop_per_dram_byte":
+        return ratio(roof.flops.get("fp32"), roof.bytes_per_s.get("dram"))
+    units = unit_utilization(roof, **unit_flags(k, analyze_sass(k.sass), dataflow(k.sass)))
+    key = _UTILIZATION_OF.get(name)
+    if key is not None and key in units:
+        return 100.0 * units[key]
+    return None
+
+
+def _sass_value(k: KernelLaunch, name: str) -> float | None:
+    """A ``sass:`` quantity: a documented SASS fact, or a per-PC counter summed over the listing."""
+    what = name.removeprefix("sass:")
+    if not k.sass:
+        return None
+    if what not in {n.removeprefix("sass:") for n in DERIVED if n.startswith("sass:")}:
+        vals = [line.counters[what] for line in k.sass if what in line.counters]
+        return sum(vals) if vals else None
+    s, flow = analyze_sass(k.sass), dataflow(k.sass)
+    if s.empty:
+        return None
+    return {
+        "ffma_share": s.share(s.ffma),
+        "fp_arith_share": s.share(s.fp32 + s.fp16 + s.fp64 + s.mma),
+        "fma_from_loads_share": flow.fma_from_loads_share if flow.fma else None,
+        "load_bytes_per_fma": flow.per_fma(flow.load_bytes),
+        "operand_reuse": flow.operand_reuse,
+        "dependent_load_share": flow.dependent_load_share if flow.global_loads else None,
+        "int_data_share": flow.int_data_share(s.instructions),
+        "local_instructions": s.local_loads + s.local_stores,
+        "global_atomics": s.global_atomics,
+    }.get(what)
+
+
+def dram_bytes(k: KernelLaunch) -> float | None:
+    """Bytes moved to and from DRAM: ``dram__bytes.sum``, or read + write where the report splits them (H200)."""
+    total = k.value("dram__bytes.sum")
+    if total is not None:
+        return total
+    return sum_present(k, ("dram__bytes_read.sum", "dram__bytes_write.sum"))
+
+
+def _excess(actual: float | None, ideal: float | None) -> float | None:
+    if not actual or ideal is None:
+        return None
+    return max(0.0, 1.0 - ideal / actual)
+
+
+def shared_requests(k: KernelLaunch, *ops: str) -> float | None:
+    """Shared-memory instructions of the kinds ``ops`` (``ld`` includes LDSM, ``st``, ``atom``)."""
+    hits = [
+        h
+        for h in (
+            k.first_value(*SLD_REQUESTS) if "ld" in ops else None,
+            k.first_value(*LDSM_REQUESTS) if "ld" in ops else None,
+            k.first_value(*SST_REQUESTS) if "st" in ops else None,
+            k.first_value(*SATOM_REQUESTS) if "atom" in ops else None,
+        )
+        if h is not None
+    ]
+    return sum(h[1] for h in hits) if hits else None
+
+
+def _local_share(k: KernelLaunch) -> float | None:
+    local = sum_present(k, (LLD_SECTORS, LST_SECTORS))
+    if local is None:
+        return None
+    total = sum_present(k, (GLD_SECTORS, GST_SECTORS, LLD_SECTORS, LST_SECTORS))
+    return min(1.0, local / total) if total else None
+
+
+def _times100(x: float | None) -> float | None:
+    return None if x is None else 100.0 * x
+
+
+def _tail_efficiency(w: float | None) -> float | None:
+    return w / math.ceil(w) if w and w > 0 else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b``, None when either is missing or ``b`` is 0."""
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+@dataclass(slots=True)
+class KernelFacts:
+    """What the kernel rules read about one launch, computed once (:func:`build_facts`)."""
+
+    k: KernelLaunch
+    roof: Roofline
+    sass: SassSummary
+    flow: Dataflow
+    duration_ns: float | None
+    duration_label: str
+    util: dict[str, float]
+    """Each unit's use over the elapsed cycles, 0..1 (:func:`~kprof.facts.units.unit_utilization`)."""
+    stalls: dict[str, float]
+    """Warp stall reasons, largest first (:func:`~kprof.facts.stalls.stall_reasons`); {} when not collected."""
+    missing: set[str] = field(default_factory=set)
+    """The ncu sections (keys of :data:`~kprof.facts.names.SECTION_OF`) the report lacks."""
+    source_format: str = "ncu-rep"
+    cooperative: bool = False
+    source: str | None = None
+
+    def v(self, name: str) -> float | None:
+        return self.k.value(name)
+
+    @property
+    def top_stall(self) -> str | None:
+        """The stall reason with the most cycles (or samples), None when the report has none."""
+        return next(iter(self.stalls), None)
+
+    @property
+    def sm_count(self) -> int | None:
+        v = self.k.device_attributes.get("multiprocessor_count")
+        return int(v) if isinstance(v, int | float) else None
+
+    @property
+    def sm_busy(self) -> float | None:
+        return sm_active_fraction(self.k)
+
+    @property
+    def tensor_cores(self) -> bool | None:
+        return has_tensor_cores(self.k)
+
+    def fills_gpu(self) -> bool:
+        """True when the grid gives every SM work for most of the kernel's time: at least one block per SM
+        (or a wave) and, when measured, SMs busy >= SMALL_GRID_ACTIVE_SM_FRACTION of the elapsed cycles."""
+        busy = self.sm_busy
+        if busy is not None and busy < th.SMALL_GRID_ACTIVE_SM_FRACTION:
+            return False
+        blocks, sms, waves = self.k.blocks, self.sm_count, self.v(WAVES)
+        if blocks is not None and sms is not None:
+            return blocks >= sms
+        if waves is not None:
+            return waves >= th.OCCUPANCY_MIN_WAVES
+        return busy is not None
+
+    @property
+    def u_max(self) -> float:
+        return max(self.util.values()) if self.util else 0.0
+
+    def limiter(self) -> tuple[str, float]:
+        """The busiest unit; within UNIT_TIE_MARGIN of it, the one whose work is the program's (priority order).
+
+        Instruction issue is not a candidate when most executed instructions are arithmetic on the data (FP math,
+        or integer math on loaded values; FP_HEAVY_SHARE): the issue slots then carry the work itself, and the
+        FP or integer pipe is the unit to name."""
+        util = dict(self.util)
+        work = self.work_share()
+        if work is not None and work >= th.FP_HEAVY_SHARE and len(util) > 1:
+            util.pop("issue", None)
+        if not util:
+            return "issue", 0.0
+        top = max(util.values())
+        close = [u for u in UNIT_PRIORITY if u in util and util[u] >= top - th.UNIT_TIE_MARGIN]
+        unit = close[0] if close else max(util, key=lambda u: util[u])
+        return unit, util[unit]
+
+    def mem_max(self) -> tuple[str, float]:
+        levels = [(u, self.util[u]) for u in MEMORY_UNITS if u in self.util]
+        return max(levels, key=lambda x: x[1]) if levels else ("dram", 0.0)
+
+    def fp_share(self) -> float | None:
+        """FP arithmetic among executed instructions (:func:`fp_inst_share`); None when the report cannot say."""
+        return fp_inst_share(self.k, self.sass)
+
+    def work_share(self) -> float | None:
+        """Arithmetic on the data among executed instructions (:func:`work_inst_share`): FP math plus integer
+        math on loaded values; None when the report cannot say."""
+        return work_inst_share(self.k, self.sass, self.flow)
+
+    def duration_evidence(self) -> Evidence | None:
+        if self.duration_ns is None:
+            return None
+        return Evidence(
+            name=f"duration ({self.duration_label})",
+            value=round(self.duration_ns / 1e3, 3),
+            unit="µs",
+            reference="ncu serializes and replays the kernel: compare only with other ncu durations"
+            if self.duration_label == UNDER_NCU
+            else "from the timeline capture",
+            metric=DURATION if self.duration_label == UNDER_NCU else None,
+        )
+
+
+def build_facts(
+    k: KernelLaunch,
+    duration_ns: float | None,
+    label: str,
+    *,
+    source_format: str = "ncu-rep",
+    cooperative: bool = False,
+    source: str | None = None,
+) -> KernelFacts:
+    """The facts of launch ``k``; ``duration_ns`` is labelled ``label`` (from a timeline, or measured under ncu)."""
+    roof = roofline(k)
+    sass = analyze_sass(k.sass)
+    flow = dataflow(k.sass)
+    stalls = stall_reasons(k)
+    return KernelFacts(
+        k=k,
+        roof=roof,
+        sass=sass,
+        flow=flow,
+        duration_ns=duration_ns,
+        duration_label=label,
+        util=unit_utilization(roof, **unit_flags(k, sass, flow)),
+        stalls=stalls,
+        missing=_missing_sections(k, roof, sass, stalls),
+        source_format=source_format,
+        cooperative=cooperative,
+        source=source,
+    )
+
+
+def _missing_sections(
+    k: KernelLaunch, roof: Roofline, sass: SassSummary, stalls: dict[str, float]
+) -> set[str]:
+    """The sections (keys of :data:`~kprof.facts.names.SECTION_OF`) whose metrics the report lacks."""
+    missing = set()
+    if not roof.has_sol:
+        missing.add("sol")
+    if k.value(GLD_REQUESTS) is None and k.value(GST_REQUESTS) is None and k.value(SLD_WAVEFRONTS) is None:
+        missing.add("memory")
+    if k.value(WAVES) is None or k.grid is None:
+        missing.add("launch")
+    if k.value(THEORETICAL_OCC) is None or k.value(OCC_LIMITS["registers"]) is None:
+        missing.add("occupancy")
+    if not stalls:
+        missing.add("stalls")
+    if k.value(THREADS_PER_INST) is None:
+        missing.add("instructions")
+    if k.first_value(*ISSUE_ACTIVE) is None:
+        missing.add("scheduler")
+    if not roof.flops:
+        missing.add("roofline")
+    if sass.empty or not sass.weighted:
+        missing.add("source")
+    return missing
+
+
+def unit_metric(f: KernelFacts, unit: str) -> str:
+    """The metric a unit's utilisation was read from (the one the report holds), or its documented derived name."""
+    if unit in MEMORY_UNITS:
+        hit = f.k.first_value(*SOL_LEVEL_METRICS[unit])
+        if hit is not None:
+            return hit[0]
+        return f"derived:{unit}_utilization" if unit == "l1" else SOL_LEVEL_METRICS[unit][0]
+    if unit == "issue":
+        return COMPUTE_SOL
+    if unit == "xu" and f.v(XU_PIPE_METRICS[0]) is not None:
+        return XU_PIPE_METRICS[0]
+    return f"derived:{unit}_utilization"
+
+
+def bandwidth_metric(f: KernelFacts, unit: str) -> str:
+    """The ``<counter>.sum.per_second`` the roofline read for a memory level (the first the report holds)."""
+    from kprof.diagnose.roofline import _BYTE_COUNTERS
+
+    for counter, _ in _BYTE_COUNTERS[unit]:
+        if f.v(f"{counter}.sum.per_second") is not None:
+            return f"{counter}.sum.per_second"
+        if f.v(f"{counter}.sum") is not None:
+            return f"{counter}.sum / {DURATION}"
+    return f"derived:{unit}_utilization"
+
+
+def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: float = 1.0) -> float | None:
+    """The shortest duration (ns) physics allows this kernel's work, or None when the report cannot say.
+
+    The larger of: the bytes that must cross DRAM over the DRAM peak, and each precision's FLOPs over the peak
+    of the unit that would run them (the tensor path for FP32 work when ``fix_unit == "tensor"``). The bytes
+    that must move are the fewer of the DRAM bytes moved and the bytes the executed global instructions asked
+    for (ncu's ideal sectors x 32 B): a fix of the access pattern can bring DRAM traffic down to the requested
+    bytes, not below; data the caches already serve need not cross DRAM at all.
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import KernelLaunch, Metric
+    >>> k = KernelLaunch(id=0, name="k", metrics={
+    ...     "gpu__time_duration.sum": Metric(1000.0), "dram__bytes_read.sum": Metric(3.0e6),
+    ...     "dram__bytes.sum.peak_sustained": Metric(1500.0), "dram__cycles_elapsed.avg.per_second": Metric(2.0e9)})
+    >>> kernel_floor_ns(k)
+    1000.0
+
+    ``fraction`` < 1 gives the shortest *reachable* duration: the bytes and FLOPs at that fraction of their peaks
+    (a target for a fix is set at the healthy roof, HEALTHY_FRACTION_OF_PEAK, never at 100% of a peak no code
+    reaches). When the fix keeps the instruction (``fix_unit`` None), matrix (and FP64) work stays on its pipe:
+    it needs at least the pipe's measured busy time at 100% (``d x`` the pipe's elapsed utilisation), whatever the
+    peak of a faster instruction (an mma.sync kernel never reaches the HGMMA peak by launching more blocks).
+    """
+    roof = roofline(k)
+    d = k.value(DURATION)
+    floors: list[float] = []
+    moved = dram_bytes(k)
+    peak_bw = roof.peak_bytes_per_s.get("dram")
+    if moved is None and d and peak_bw and "dram" in roof.utilization:
+        moved = roof.utilization["dram"] * peak_bw * d * 1e-9
+    ideal = k.value(L2_THEORETICAL_SECTORS_IDEAL)
+    if moved is not None and ideal is not None:
+        moved = min(moved, ideal * th.SECTOR_BYTES)
+    if moved is not None and peak_bw:
+        floors.append(moved / (peak_bw * fraction) * 1e9)
+    if d:
+        for prec, rate in roof.flops.items():
+            unit = "tensor" if (prec == "fp32" and fix_unit == "tensor") else prec
+            peak = roof.peak_flops.get(unit)
+            if peak:
+                floors.append(rate * d * 1e-9 / (peak * fraction) * 1e9)
+        if fix_unit is None:
+            for pipe in ("tensor_pipe", "fp64_pipe"):
+                if pipe in roof.utilization:
+                    floors.append(d * roof.utilization[pipe])
+    return max(floors) if floors else None

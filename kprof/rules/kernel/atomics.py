@@ -1,0 +1,161 @@
+"""``atomic_contention``: atomics serialized on a few addresses in one L2 slice."""
+
+from __future__ import annotations
+
+from kprof import thresholds as th
+from kprof.facts.kernel import KernelFacts, sum_present, unit_metric
+from kprof.facts.names import (
+    ATOMIC_SLICE_AVG,
+    ATOMIC_SLICE_MAX,
+    GATOM_REQUESTS,
+    GLD_REQUESTS,
+    GRED_REQUESTS,
+    GST_REQUESTS,
+    L2_ATOMIC_REQUESTS,
+)
+from kprof.facts.stalls import ATOMIC_STALLS
+from kprof.model import Direction, Evidence, Expectation
+from kprof.rules.kernel.common import B, Mechanism, pc, top_stall_evidence, with_duration
+
+
+def _atomic_share(f: KernelFacts) -> tuple[float, float, bool] | None:
+    """(atomics' share of the global memory requests, atomic requests, counted by the memory tables rather than
+    the SASS); None without atomics or a count of them."""
+    atom = sum_present(f.k, GATOM_REQUESTS + GRED_REQUESTS)
+    if atom is None:
+        if f.sass.global_atomics <= 0 or not f.sass.weighted:
+            return None
+        s = f.sass
+        return (
+            s.global_atomics / max(1.0, s.global_atomics + s.global_loads + s.global_stores),
+            s.global_atomics,
+            False,
+        )
+    if atom <= 0:
+        return None
+    gld, gst = f.v(GLD_REQUESTS), f.v(GST_REQUESTS)
+    return atom / max(1.0, atom + (gld or 0.0) + (gst or 0.0)), atom, True
+
+
+def atomics(f: KernelFacts) -> Mechanism | None:
+    """Atomics that serialize on a few addresses: at least ATOMIC_MIN_SHARE of the global requests, no unit busy
+    (below LATENCY_BOUND_FRACTION: a busy memory system makes the atomics part of the work), ideally one L2 slice's
+    atomic unit ATOMIC_HOT_SLICE_RATIO x the average slice.
+
+    Physics: the L2 slice that owns an address applies its atomics one after another. Reducing first removes the
+    wait they cause: the share of the warps' stall cycles on the memory queue (drain, lg_throttle, membar,
+    scoreboard) when the slices show the hot spot; without the per-slice numbers, only the atomics' share of the
+    requests is attributed.
+    """
+    found = _atomic_share(f)
+    if found is None:
+        return None
+    share, atom_count, counted = found
+    if share < th.ATOMIC_MIN_SHARE:
+        return None
+    gap = 1.0 - f.u_max
+    if f.u_max >= th.LATENCY_BOUND_FRACTION:
+        return None  # the memory system is busy: atomics are part of the work, not a serialization point
+    slice_max, slice_avg = f.v(ATOMIC_SLICE_MAX), f.v(ATOMIC_SLICE_AVG)
+    hot = (
+        slice_max is not None
+        and slice_avg is not None
+        and slice_max >= th.ATOMIC_HOT_SLICE_RATIO * max(slice_avg, 1e-9)
+    )
+    total = sum(f.stalls.values())
+    queue = sum(f.stalls.get(r, 0.0) for r in ATOMIC_STALLS) / total if total > 0 else 1.0
+    savings = gap * queue if hot else gap * share
+    ev = [
+        Evidence(
+            name="global atomic requests",
+            value=int(atom_count),
+            unit="requests",
+            reference=f"{100 * share:.0f}% of global memory requests",
+            metric="derived:global_atomic_requests" if counted else "sass:global_atomics",
+        ),
+        _slice_evidence(f, slice_max, slice_avg) if hot else _busiest_evidence(f),
+    ]
+    stall = top_stall_evidence(f, "lg_throttle/drain/membar point at a congested memory queue")
+    if stall is not None:
+        ev.append(stall)
+    return Mechanism(
+        bottleneck=B.ATOMIC_CONTENTION,
+        savings=savings,
+        headline=(
+            f"Atomic contention: {100 * share:.0f}% of global memory requests are atomics and "
+            + (
+                f"they pile onto one L2 slice (its atomic unit at {slice_max:.3g}% of peak, the average slice at "
+                f"{slice_avg:.2g}%), so they serialize on a few addresses."
+                if hot and slice_max is not None and slice_avg is not None
+                else f"no unit is above {pc(f.u_max)}% of its peak, so the atomics serialize on a few addresses."
+            )
+        ),
+        evidence=ev,
+        mechanism=(
+            "Atomics to the same address are applied one after another by the L2 slice that owns it; when many "
+            "threads update few addresses, the whole grid waits on that slice."
+        ),
+        fix=(
+            "Reduce first, then do one atomic per warp or block: warp shuffles (__reduce_add_sync / __shfl_down_sync) "
+            "and a shared-memory block reduction, or privatized per-block copies merged at the end."
+        ),
+        expect=with_duration(f, _l2_updates(f, atom_count if counted else None), savings),
+        confidence=th.CONFIDENCE_MEASURED_INFERRED if hot else th.CONFIDENCE_PARTIAL,
+        would_raise=""
+        if hot
+        else "the per-slice L2 atomic activity (lts__d_atomic_input_cycles_active.max, MemoryWorkloadAnalysis)",
+        inflates=("l2",),
+        waste=0.0,
+    )
+
+
+def _slice_evidence(f: KernelFacts, slice_max: float | None, slice_avg: float | None) -> Evidence:
+    return Evidence(
+        name="busiest L2 slice's atomic unit",
+        value=round(slice_max or 0.0, 2),
+        unit="% of peak",
+        reference=f"average slice {slice_avg:.2g}%: the atomics pile onto one slice (few addresses)",
+        reference_value=round(slice_avg or 0.0, 3),
+        metric=f"{ATOMIC_SLICE_MAX}, {ATOMIC_SLICE_AVG}",
+    )
+
+
+def _busiest_evidence(f: KernelFacts) -> Evidence:
+    return Evidence(
+        name="busiest unit",
+        value=round(100 * f.u_max, 1),
+        unit="% of peak",
+        reference=f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}%: the atomics serialize instead of using bandwidth",
+        metric=unit_metric(f, f.limiter()[0]),
+    )
+
+
+def _l2_updates(f: KernelFacts, atom: float | None) -> list[Expectation]:
+    """The updates the L2 applies, after the fix reduces before the atomic.
+
+    A warp-wide RED/ATOM is already one request at L1; what falls is the number of updates the L2 applies: one per
+    lane today (l2 updates ~ 32 x requests, within COUNT_MATCH_TOLERANCE), one per warp (lane 0) after a warp
+    reduction; one per block after a block reduction when they are already one per warp. Fewer per request means
+    several addresses per warp (bins), whose count after the reduction the counters do not give: no count is
+    predicted then.
+    """
+    l2_ops = sum_present(f.k, L2_ATOMIC_REQUESTS)
+    if l2_ops is None or atom is None or l2_ops <= 0:
+        return []
+    per_warp = l2_ops >= (1 - th.COUNT_MATCH_TOLERANCE) * th.WARP_SIZE * atom
+    one_per_warp = l2_ops <= atom * (1 + th.COUNT_MATCH_TOLERANCE)
+    target = atom if per_warp else float(f.k.blocks or 0) if one_per_warp else 0.0
+    if not 0 < target < l2_ops:
+        return []
+    return [
+        Expectation(
+            metric="derived:l2_atomic_requests",
+            direction=Direction.DOWN,
+            target=round(target, 0),
+            unit="requests",
+            value_now=int(l2_ops),
+            label="atomic updates applied by L2 ("
+            + ("one per warp after a warp reduction" if per_warp else "one per block after a block reduction")
+            + ")",
+        )
+    ]

@@ -1,0 +1,91 @@
+"""``warp_divergence``: lanes masked off in the executed warp instructions."""
+
+from __future__ import annotations
+
+from kprof import thresholds as th
+from kprof.facts.kernel import KernelFacts
+from kprof.facts.names import THREADS_PER_INST
+from kprof.model import Direction, Evidence, Expectation
+from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
+
+
+def divergence(f: KernelFacts) -> Mechanism | None:
+    """Lanes masked off in executed warp instructions: the SM issues an instruction for fewer useful lanes.
+
+    Physics: divergent paths run one after another, each in the warp's issue slots. That costs time when issue is
+    what limits the kernel; with the schedulers issuing below LATENCY_BOUND_FRACTION of their slots (the SMs wait on
+    memory), the masked lanes occupy slots that were free anyway.
+    """
+    r = f.v(THREADS_PER_INST)
+    if r is None or r >= th.DIVERGENCE_ACTIVE_THREADS:
+        return None
+    issue_util = f.util.get("issue")
+    if issue_util is not None and issue_util < th.LATENCY_BOUND_FRACTION:
+        return None
+    tpb = f.k.threads_per_block
+    partial = tpb is not None and tpb % th.WARP_SIZE != 0 and tpb < th.WARP_SIZE
+    efficiency = r / th.WARP_SIZE
+    issue = f.util.get("issue", 0.0)
+    savings = (1.0 - efficiency) * scale_to_limiter(f, f.util.get("issue"))
+    branch = f.v("smsp__sass_branch_targets_threads_divergent.sum")
+    ev = [
+        Evidence(
+            name="active threads per executed warp instruction",
+            value=round(r, 1),
+            unit="threads",
+            reference=f"{th.WARP_SIZE} when every lane of a warp takes the same path",
+            reference_value=th.WARP_SIZE,
+            metric=THREADS_PER_INST,
+        ),
+        Evidence(
+            name="SM instruction throughput",
+            value=round(100 * issue, 1),
+            unit="% of peak",
+            reference="divergence costs time in proportion to how busy the SM's issue is",
+            metric="sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        ),
+    ]
+    if branch is not None:
+        ev.append(
+            Evidence(
+                name="divergent branch targets",
+                value=int(branch),
+                unit="",
+                reference="0 without divergence",
+                metric="smsp__sass_branch_targets_threads_divergent.sum",
+            )
+        )
+    lanes = Expectation(
+        metric=THREADS_PER_INST,
+        direction=Direction.UP,
+        target=float(th.DIVERGENCE_TARGET_ACTIVE_THREADS),
+        unit="threads",
+        value_now=round(r, 1),
+        label="active threads per warp instruction",
+    )
+    return Mechanism(
+        bottleneck=B.WARP_DIVERGENCE,
+        savings=savings,
+        headline=(
+            f"Warp divergence: {r:.1f} of {th.WARP_SIZE} threads are active per executed instruction "
+            f"({100 * efficiency:.0f}% SIMT efficiency)."
+        ),
+        evidence=ev,
+        mechanism=(
+            "Lanes of one warp take different branches (a switch or condition on threadIdx or on data), so the warp "
+            "runs each path one after another with the other lanes masked off."
+            + (" Blocks smaller than a warp also leave lanes empty." if partial else "")
+        ),
+        fix=(
+            "Make the branch condition uniform per warp: map work so that all 32 lanes of a warp take the same path "
+            "(e.g. select by warp index, or sort/bin the elements by path first), or turn short paths into "
+            "predicated arithmetic."
+        ),
+        expect=with_duration(f, [lanes], savings),
+        confidence=th.CONFIDENCE_MEASURED_INFERRED,
+        would_raise="SourceCounters (per-line divergence) to point at the branch"
+        if "source" in f.missing
+        else "",
+        inflates=("issue", "fp32", "fp64", "tensor", "xu"),
+        waste=1.0 - efficiency,
+    )

@@ -1,0 +1,212 @@
+"""``local_memory_spill``: per-thread data in local memory (register spills or run-time indexed arrays), from the
+counters (:func:`local_memory`) or, without them, from a binary's SASS (:func:`static_local_memory`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kprof import thresholds as th
+from kprof.facts.kernel import KernelFacts, metric_value
+from kprof.facts.names import LLD_SECTORS, LST_SECTORS
+from kprof.facts.stalls import GLOBAL_STALLS
+from kprof.facts.static import StaticKernel
+from kprof.facts.units import MEMORY_UNITS
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
+from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
+
+_MECHANISM = (
+    "Values that cannot live in registers go to the thread's local memory, which is backed by L1, L2 and DRAM: "
+    "every access is a memory instruction with memory latency instead of a register read."
+)
+
+
+def _kind_words(kind: str | None, regs: int | None) -> tuple[str, str]:
+    """(what lives in local memory, the fix) for the kind the SASS shows (:attr:`SassSummary.local_kind`)."""
+    if kind == "dynamic_index":
+        return "a per-thread array indexed with run-time values (not a register spill)", (
+            "Make the indices compile-time constants (fully unroll the loops that index the array), or keep the "
+            "table in shared memory laid out as table[j][threadIdx.x] so each access stays conflict-free."
+        )
+    if kind == "register_spill":
+        return f"register spills ({regs} registers per thread)" if regs else "register spills", (
+            "Lower register pressure (fewer live values, smaller per-thread tiles, no big unrolled arrays) or allow "
+            "more registers per thread (looser __launch_bounds__ / -maxrregcount); check ptxas -v spill stores."
+        )
+    return "local memory (the SASS is not in the report, so spill vs indexed array is unknown)", (
+        "Compile with -Xptxas -v: spill stores mean register pressure; a stack frame with no spills means an "
+        "indexed array."
+    )
+
+
+def _local_share(f: KernelFacts) -> tuple[float, str] | None:
+    """Local memory's share of the L1 sectors (or, without the memory tables, of the executed instructions) and
+    the metric it came from; None when neither is known."""
+    share = metric_value(f.k, "derived:local_sector_share")
+    if share is not None:
+        return share, "derived:local_sector_share"
+    if not f.sass.weighted:
+        return None
+    return f.sass.share(f.sass.local_loads + f.sass.local_stores), "sass:local_instructions"
+
+
+def local_memory(f: KernelFacts) -> Mechanism | None:
+    """LDL/STL traffic: per-thread values that registers cannot hold.
+
+    Physics: local memory is private to a thread but lives in DRAM, cached in L1/L2; each access is a memory
+    instruction. Its share of the L1 sectors (the executed instructions without the memory tables) is the waste,
+    and it costs time in proportion to how much the busiest memory level limits the kernel (or to the stall
+    cycles on global memory below the roof). LDL/STL listed but never executed (a cold path) cost nothing.
+    """
+    lld, lst = f.v(LLD_SECTORS), f.v(LST_SECTORS)
+    local = (lld or 0.0) + (lst or 0.0)
+    has_sass_local = f.sass.local_loads + f.sass.local_stores > 0
+    if local <= 0 and not has_sass_local:
+        return None
+    if local <= 0 and (lld is not None or lst is not None):
+        return None  # LDL/STL in the listing but never executed (a cold path)
+    found = _local_share(f)
+    if found is None:
+        return None
+    share, share_metric = found
+    _, mem_util = f.mem_max()
+    known = any(u in f.util for u in MEMORY_UNITS)
+    savings = share * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
+    kind = f.sass.local_kind
+    what, fix = _kind_words(kind, f.k.registers_per_thread)
+    lines = ", ".join(f"{fn.rsplit('/', 1)[-1]}:{ln}" for fn, ln in f.sass.local_lines[:3])
+    of_sectors = share_metric == "derived:local_sector_share"
+    sectors = Expectation(
+        metric="derived:local_memory_sectors",
+        direction=Direction.DOWN,
+        target=0,
+        unit="sectors",
+        value_now=int(local) if local else None,
+        label="local-memory sectors",
+    )
+    return Mechanism(
+        bottleneck=B.LOCAL_MEMORY_SPILL,
+        savings=savings,
+        headline=(
+            f"Local-memory traffic from {what}: {round(100 * share, 1):g}% of the "
+            + ("L1 traffic" if of_sectors else "executed instructions")
+            + " is LDL/STL"
+            + (f" ({lines})" if lines else "")
+            + "."
+        ),
+        evidence=_evidence(f, local, share, share_metric, lines),
+        mechanism=_MECHANISM,
+        fix=fix,
+        expect=with_duration(f, [sectors], savings),
+        confidence=th.CONFIDENCE_MEASURED if has_sass_local and local > 0 else th.CONFIDENCE_LISTING,
+        would_raise="the SASS (SourceCounters) to tell a spill from an indexed array" if kind is None else "",
+        inflates=MEMORY_UNITS,
+        waste=share,
+    )
+
+
+def _evidence(f: KernelFacts, local: float, share: float, share_metric: str, lines: str) -> list[Evidence]:
+    ev = [
+        Evidence(
+            name="local-memory sectors (LDL/STL traffic)",
+            value=int(local) if local else None,
+            unit="sectors",
+            reference="0 when every per-thread value lives in registers",
+            metric="derived:local_memory_sectors",
+        ),
+        Evidence(
+            name="share of L1 traffic that is local memory"
+            if share_metric == "derived:local_sector_share"
+            else "share of executed instructions that are LDL/STL",
+            value=round(100 * share, 1),
+            unit="%",
+            reference="0%",
+            metric=share_metric,
+        ),
+    ]
+    if f.sass.local_loads + f.sass.local_stores > 0:
+        ev.append(
+            Evidence(
+                name="LDL/STL instructions in the SASS" + (" (executed)" if f.sass.weighted else " (listed)"),
+                value=int(f.sass.local_loads + f.sass.local_stores),
+                unit="instructions",
+                reference=f"kind: {f.sass.local_kind}" + (f"; at {lines}" if lines else ""),
+                metric="sass:local_instructions",
+            )
+        )
+    return ev
+
+
+# ------------------------------------------------------------------------------------ static SASS (no counters)
+def static_local_memory(sk: StaticKernel, findings: Sequence[Finding] = ()) -> Diagnosis | None:
+    """LDL/STL in a binary's SASS (``kprof profile sass``): a suspect, never a verdict.
+
+    Without counters, how often the LDL/STL run (a loop or a cold path) is unknown: the diagnosis is inconclusive at
+    STATIC_LOCAL_MEMORY_CONFIDENCE and names the ncu capture that settles it. An address computed from a register
+    other than the stack pointer R1 is a run-time indexed array; constant offsets from R1 are register spills.
+    """
+    s = sk.sass
+    local = s.local_loads + s.local_stores
+    if not local:
+        return None
+    kind = s.local_kind or "register_spill"
+    if kind == "dynamic_index":
+        mechanism = (
+            "A local-memory address is computed at run time (an LDL/STL whose address uses a register "
+            "other than the stack pointer R1): a per-thread array indexed by a variable cannot live in "
+            "registers, so it lives in local memory, which is off-chip DRAM cached in L1/L2."
+        )
+        fix = (
+            "Make the indices compile-time constants (fully unroll the loops over the array), or keep "
+            "the table in shared memory (one copy per block) or in registers through a switch."
+        )
+    else:
+        mechanism = (
+            f"The kernel needs more live values than the registers ptxas allowed (REG {sk.registers}); "
+            "the excess is spilled to local memory at constant offsets from the stack pointer "
+            "(STL to save, LDL to reload), off-chip DRAM cached in L1/L2."
+        )
+        fix = (
+            "Lower register pressure: smaller unroll factors or tiles, fewer values kept live across "
+            "loops; check __launch_bounds__/maxrregcount are not capping registers too hard."
+        )
+    stack = f", stack frame {sk.stack_bytes} B" if sk.stack_bytes else ""
+    return Diagnosis(
+        subject=sk.subject,
+        bottleneck=B.LOCAL_MEMORY_SPILL,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"The SASS{sk.in_binary} holds {int(local)} local-memory instructions (LDL {int(s.local_loads)}, "
+        f"STL {int(s.local_stores)}{stack}): "
+        f"{'a dynamically indexed array' if kind == 'dynamic_index' else 'register spills'}, "
+        "a suspect until counters show the traffic.",
+        evidence=(
+            Evidence(
+                name="LDL instructions (static)",
+                value=int(s.local_loads),
+                reference="0 when nothing lives in local memory",
+            ),
+            Evidence(
+                name="STL instructions (static)",
+                value=int(s.local_stores),
+                reference="0 when nothing lives in local memory",
+            ),
+            Evidence(name="stack frame", value=sk.stack_bytes, unit="B", reference="cuobjdump STACK"),
+            sk.evidence()[1],
+        ),
+        mechanism=mechanism,
+        fix=fix,
+        expect=(
+            Expectation(
+                metric="smsp__sass_inst_executed_op_local_ld.sum",
+                direction=Direction.DOWN,
+                target=0,
+                label="executed local loads",
+            ),
+        ),
+        confidence=Confidence(
+            value=th.STATIC_LOCAL_MEMORY_CONFIDENCE,
+            would_raise="static SASS cannot say how often the LDL/STL run: an ncu capture "
+            "(local-memory traffic, L1 hit rate, stall reasons) would",
+        ),
+        next_step=sk.next_step,
+        findings=tuple(findings),
+    )
