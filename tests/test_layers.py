@@ -15,8 +15,8 @@ layer           modules                                                    may i
 base            errors, thresholds, knowledge, commands, lifetime          base
 model           model, kernel_model, timeline_model, comparison_model      base, model
 io              io.* (one loader per format)                               base, model
-facts           diagnose.{intervals, roofline, sass, language}             base, model
-rules           the other diagnose.* modules (judgements, compare)         base, model, facts
+facts           facts.*, diagnose.{intervals, roofline, sass, language}    base, model
+rules           rules.*, the other diagnose.* modules (judgements)         base, model, facts
 orchestration   api, jobs, explain, capture_sass                           all of the above
 presentation    html.*, plot.*                                             base, model, facts
 products        report, export_trace, outputs                              all but interface
@@ -60,8 +60,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "kprof.diagnose.roofline",
         "kprof.diagnose.sass",
         "kprof.diagnose.language",
+        "kprof.facts",
     ),
-    "rules": ("kprof.diagnose",),
+    "rules": ("kprof.diagnose", "kprof.rules"),
     "orchestration": ("kprof.api", "kprof.jobs", "kprof.explain", "kprof.capture_sass"),
     "presentation": ("kprof.html", "kprof.plot"),
     "products": ("kprof.report", "kprof.export_trace", "kprof.outputs"),
@@ -85,10 +86,6 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 }
 
 PENDING: dict[tuple[str, str], str] = {
-    ("kprof.plot.stalls", "kprof.diagnose.kernel"): (
-        "stall_reasons is a fact that lives in the kernel rules; it moves to a facts module when the "
-        "rules move into their own modules (issue 16, point 1)"
-    ),
     ("kprof.plot.job", "kprof.diagnose.job"): (
         "job_stats/RankSummary are facts that live in the job rules; they move to a facts module when "
         "the rules move into their own modules (issue 16, point 1)"
