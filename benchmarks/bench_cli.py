@@ -12,7 +12,9 @@ process and alternating so that a busy machine slows both alike:
 
 and prints the median of each and their ratio (goal, issue 16: within 3x). ``--in-process`` also
 times ``KPROF_NCU_ISOLATE=0`` (the report read in kprof's own process: what the crash isolation
-costs is the difference). ``--many N`` also
+costs is the difference). ``--sass`` also times the baseline plus one ``sass_by_pc`` per launch (its
+function's first instruction): ``ncu_report`` disassembles the report's code on the first such call,
+a cost that any reader of the SASS pays and the plain baseline does not. ``--many N`` also
 builds a report of N-fold launches from the first report (each launch's result block repeated N
 times, as a long profiling session of the same kernels writes them; the copy goes into a temporary
 folder) to time the cost per launch.
@@ -50,6 +52,15 @@ for r in range(ctx.num_ranges()):
 print(n)
 """
 
+BASELINE_SASS = BASELINE.replace(
+    "                n += 1\n",
+    "                n += 1\n"
+    "        pcs = action.metric_by_name('launch__function_pcs')\n"
+    "        if pcs is not None:\n"
+    "            action.sass_by_pc(int(pcs.value(0)))\n",
+)
+"""The baseline, and the first instruction of each launch's function read as SASS."""
+
 
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, **extra)
@@ -67,19 +78,26 @@ def _time(argv: list[str], **env: str) -> float:
     return dt
 
 
-def measure(report: Path, repeats: int, in_process: bool) -> tuple[float, float, float | None]:
-    """Median seconds of kprof, of the baseline and (``in_process``) of kprof reading in-process."""
+def measure(
+    report: Path, repeats: int, in_process: bool, sass: bool
+) -> tuple[float, float, float | None, float | None]:
+    """Median seconds of kprof, of the baseline, (``in_process``) of kprof reading in-process and
+    (``sass``) of the baseline that also reads each launch's SASS."""
     kprof_cmd = [sys.executable, "-m", "kprof", "diagnose", str(report)]
     base_cmd = [sys.executable, "-c", BASELINE, str(report)]
+    sass_cmd = [sys.executable, "-c", BASELINE_SASS, str(report)]
     _time(base_cmd)  # warm the page cache and the .pyc files once, unmeasured
     _time(kprof_cmd)
-    k, b, i = [], [], []
+    k, b, i, s = [], [], [], []
     for _ in range(repeats):
         b.append(_time(base_cmd))
         k.append(_time(kprof_cmd))
         if in_process:
             i.append(_time(kprof_cmd, KPROF_NCU_ISOLATE="0"))
-    return statistics.median(k), statistics.median(b), statistics.median(i) if i else None
+        if sass:
+            s.append(_time(sass_cmd))
+    med = statistics.median
+    return med(k), med(b), med(i) if i else None, med(s) if s else None
 
 
 def many_launches(report: Path, copies: int, folder: Path) -> Path:
@@ -112,19 +130,22 @@ def main() -> int:
     ap.add_argument("reports", nargs="*", type=Path)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--in-process", action="store_true", help="also time KPROF_NCU_ISOLATE=0")
+    ap.add_argument("--sass", action="store_true", help="also time the baseline reading each launch's SASS")
     ap.add_argument("--many", type=int, default=0, metavar="N", help="also time N-fold launches of the first")
     args = ap.parse_args()
     reports = args.reports or sorted((REPO / "data/samples/ncu").glob("*.ncu-rep"))
     with tempfile.TemporaryDirectory(prefix="kprof-bench-cli-") as tmp:
         if args.many:
             reports = [*reports, many_launches(reports[0], args.many, Path(tmp))]
-        extra = f" {'in-process s':>12}" if args.in_process else ""
+        extra = (f" {'in-process s':>12}" if args.in_process else "") + (
+            f" {'base+SASS s':>11}" if args.sass else ""
+        )
         print(f"{'report':<48} {'kprof s':>8} {'baseline s':>10} {'ratio':>6}{extra}")
         ratios = []
         for rep in reports:
-            k, b, i = measure(rep, args.repeats, args.in_process)
+            k, b, i, sa = measure(rep, args.repeats, args.in_process, args.sass)
             ratios.append(k / b)
-            tail = f" {i:12.3f}" if i is not None else ""
+            tail = (f" {i:12.3f}" if i is not None else "") + (f" {sa:11.3f}" if sa is not None else "")
             print(f"{rep.name[:48]:<48} {k:8.3f} {b:10.3f} {k / b:6.2f}{tail}", flush=True)
     print(
         f"median ratio over {len(ratios)} report(s): {statistics.median(ratios):.2f} "
