@@ -117,7 +117,7 @@ def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
     calls: list[str] = []
     real = kprof.io.load
     monkeypatch.setattr(kprof.io, "load", lambda p: calls.append(p) or real(p))
-    monkeypatch.setattr(report, "_LOADED", {})
+    monkeypatch.setattr(report.views, "_LOADED", {})
     p = str(samples_dir / "ncu" / "small_grid.ncu-rep")
     profiles, entries = report.kernel_entries([p])
     assert report.kernel_entries([p])[0][p] is profiles[p] and report.load_profile(p) is profiles[p]

@@ -1,0 +1,13 @@
+"""``python -m kprof.report JOB PARENT_PID``: one run of templates in its own process (see
+:func:`kprof.report._run_parallel`)."""
+
+import sys
+
+from kprof.lifetime import die_with_parent
+from kprof.report import _worker
+
+if __name__ == "__main__":
+    die_with_parent(
+        int(sys.argv[2]) if len(sys.argv) > 2 else None
+    )  # a killed report takes its workers along
+    sys.exit(_worker(sys.argv[1]))
