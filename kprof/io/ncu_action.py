@@ -1,0 +1,385 @@
+"""One profiled launch of an ``.ncu-rep`` as a :class:`~kprof.kernel_model.KernelLaunch`: its metrics,
+launch configuration, NVTX state, ncu's rule results, sections, source files and SASS (each
+function's listing walked once per report)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kprof.errors import KprofInputError
+from kprof.kernel_model import KernelLaunch, Metric, MetricValue, RuleResult, SassLine
+
+# SpeedOfLight's two headline metrics; a launch without them cannot be placed on the roofline.
+SOL_METRICS = (
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+)
+
+SASS_BYTES_PER_INSTRUCTION = 16  # every SASS instruction is 128 bits since Volta (sm_70)
+
+MAX_SASS_LINES = 500_000  # a guard against walking off a function in a corrupt report
+
+# Metric names are identifiers separated by '__', '.', ':' (e.g. "breakdown:sm__throughput...").
+# ncu 2023.1 stored a bogus one literally named "regex:all\.(sum|...)$" when a --metrics regex was
+# passed wrongly; such names are skipped (and noted), they are not metrics.
+_METRIC_NAME = re.compile(r"^[A-Za-z0-9_@:.\-]+$")
+
+_MSG_TYPES = {0: "", 1: "ok", 2: "warning", 3: "optimization", 4: "error"}
+
+_SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
+
+
+def _load_action(
+    path: str,
+    action: Any,
+    index: int,
+    ncu_report: Any,
+    notes: list[str],
+    listings: dict[tuple[str | None, tuple[int, ...]], _Listing] | None = None,
+) -> KernelLaunch:
+    name = action.name()
+    if name is None:
+        raise KprofInputError(
+            path,
+            f"launch {index} has no kernel name: the report is truncated or incomplete "
+            "(re-copy it, or profile again with `ncu --set full -o NAME ...`)",
+        )
+    names = list(action.metric_names())
+    if not names:
+        raise KprofInputError(path, f"launch {index} ({name}) holds no metrics: the report is incomplete")
+
+    metrics: dict[str, Metric] = {}
+    device_attributes: dict[str, MetricValue] = {}
+    instanced: dict[str, Any] = {}
+    skipped: list[str] = []
+    for mname in names:
+        if not _METRIC_NAME.match(mname):
+            skipped.append(mname)
+            continue
+        m = action.metric_by_name(mname)
+        if m is None:
+            continue
+        try:
+            n_inst = m.num_instances()
+        except Exception:
+            n_inst = 0
+        if n_inst > 0 and m.has_correlation_ids():
+            instanced[mname] = m
+        value = _scalar(m)
+        if value is None:
+            continue
+        metrics[mname] = Metric(value, m.unit() or "")
+        if mname.startswith("device__attribute_"):
+            device_attributes[mname.removeprefix("device__attribute_")] = value
+    if skipped:
+        notes.append(
+            f"launch {index} ({name}): skipped {len(skipped)} entries whose names are not metric names "
+            f"(e.g. {skipped[0][:60]!r})"
+        )
+
+    if not any(m in metrics for m in SOL_METRICS) and not any(k.startswith("launch__") for k in metrics):
+        # Seen in a real ncu 2023.1 report: one launch whose metrics are all NaN and whose rules failed
+        # ("Metric launch__block_size not found"). The other launches are fine; keep it, say so, and let
+        # the diagnosis be inconclusive with the command that profiles it again.
+        notes.append(
+            f"launch {index} ({name}): ncu recorded no SpeedOfLight values and no launch statistics "
+            "(its profiling failed); it is diagnosed as inconclusive"
+        )
+
+    mangled = _safe_name(action, ncu_report.IAction.NameBase_MANGLED)
+    sass = _load_sass(action, metrics, instanced, listings, mangled or name)
+    return KernelLaunch(
+        id=index,
+        name=name,
+        demangled_name=_safe_name(action, ncu_report.IAction.NameBase_DEMANGLED) or name,
+        mangled_name=mangled,
+        grid=_dim3(metrics, "launch__grid_dim_"),
+        block=_dim3(metrics, "launch__block_dim_"),
+        registers_per_thread=_int(metrics, "launch__registers_per_thread"),
+        shared_mem_per_block=_shared_mem(metrics),
+        device=_str(device_attributes.get("display_name")),
+        compute_capability=_cc(device_attributes),
+        device_attributes=device_attributes,
+        nvtx=_nvtx(action),
+        metrics=metrics,
+        rules=_rules(action),
+        sass=sass,
+        source_files=_source_files(action, sass),
+        sections=_sections(action),
+    )
+
+
+def _scalar(m: Any) -> MetricValue | None:
+    try:
+        v = m.value()
+    except Exception:
+        return None
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return None  # ncu stores NaN for a metric it could not compute: that is missing, not a number
+    if isinstance(v, int | float | str):
+        return v
+    return None
+
+
+def _safe_name(action: Any, base: int) -> str | None:
+    try:
+        n = action.name(base)
+    except Exception:
+        return None
+    return str(n) if n else None
+
+
+def _int(metrics: Mapping[str, Metric], name: str) -> int | None:
+    m = metrics.get(name)
+    if m is None or isinstance(m.value, str):
+        return None
+    return int(m.value)
+
+
+def _dim3(metrics: Mapping[str, Metric], prefix: str) -> tuple[int, int, int] | None:
+    dims = [_int(metrics, prefix + c) for c in "xyz"]
+    if any(d is None for d in dims):
+        return None
+    return (dims[0] or 0, dims[1] or 0, dims[2] or 0)
+
+
+def _shared_mem(metrics: Mapping[str, Metric]) -> int | None:
+    static = _int(metrics, "launch__shared_mem_per_block_static")
+    dynamic = _int(metrics, "launch__shared_mem_per_block_dynamic")
+    if static is None and dynamic is None:
+        return None
+    return (static or 0) + (dynamic or 0)
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _cc(attrs: Mapping[str, MetricValue]) -> str | None:
+    major, minor = attrs.get("compute_capability_major"), attrs.get("compute_capability_minor")
+    if major is None or minor is None:
+        return None
+    return f"{major}.{minor}"
+
+
+def _nvtx(action: Any) -> tuple[str, ...]:
+    try:
+        state = action.nvtx_state()
+    except Exception:
+        return ()
+    if state is None:
+        return ()
+    out: list[str] = []
+    for dom_id in state.domains():
+        dom = state.domain_by_id(dom_id)
+        if dom is None:
+            continue
+        dname = dom.name() or ""
+        i = 0
+        while True:
+            r = dom.push_pop_range(i)
+            if r is None:
+                break
+            rname = r.name() or ""
+            out.append(f"{dname}:{rname}" if dname else rname)
+            i += 1
+        for rname in dom.start_end_ranges():
+            out.append(f"{dname}:{rname}" if dname else rname)
+    return tuple(out)
+
+
+def _rules(action: Any) -> tuple[RuleResult, ...]:
+    try:
+        raw = action.rule_results_as_dicts()
+    except Exception:
+        return ()
+    out: list[RuleResult] = []
+    for d in raw:
+        msg = d.get("rule_message") or {}
+        sp = d.get("speedup_estimation") or {}
+        speedup = sp.get("speedup") if isinstance(sp, dict) else None
+        out.append(
+            RuleResult(
+                name=str(d.get("rule_identifier") or d.get("name") or ""),
+                title=str(msg.get("title") or d.get("name") or ""),
+                message=str(msg.get("message") or ""),
+                section=str(d.get("section_identifier") or ""),
+                speedup_estimate=float(speedup) if isinstance(speedup, int | float) else None,
+                speedup_type=_SPEEDUP_TYPES.get(int(sp.get("type", 0)))
+                if isinstance(sp, dict) and sp
+                else None,
+                kind=_MSG_TYPES.get(int(msg.get("type", 0) or 0), ""),
+                focus_metrics=tuple(
+                    str(f.get("name")) for f in d.get("focus_metrics") or () if f.get("name")
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def _source_files(action: Any, sass: tuple[SassLine, ...]) -> dict[str, str]:
+    """Path -> text of the source files the SASS maps to (text ``""`` when the report did not embed it)."""
+    wanted = {s.file for s in sass if s.file}
+    if not wanted:
+        return {}
+    try:
+        raw = action.source_files() or {}
+    except Exception:
+        raw = {}
+    out = {f: "" for f in wanted}
+    for f, text in raw.items():
+        if f in out and isinstance(text, str):
+            out[f] = text
+    return out
+
+
+def _sections(action: Any) -> tuple[str, ...]:
+    try:
+        return tuple(str(s.identifier()) for s in action.sections())
+    except Exception:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """One function's SASS as the loader read it: text and source line by PC, in address order."""
+
+    text_by_pc: dict[int, str]
+    source: dict[int, tuple[str | None, int | None]]
+
+
+def _walk_listing(action: Any, starts: list[int]) -> dict[int, str]:
+    """Walk the SASS from each entry PC, 16 bytes per instruction, to the first PC without SASS."""
+    text_by_pc: dict[int, str] = {}
+    for start in starts:
+        pc = start
+        for _ in range(MAX_SASS_LINES):
+            s = action.sass_by_pc(pc)
+            if not s:
+                break
+            text_by_pc[pc] = " ".join(s.split())
+            pc += SASS_BYTES_PER_INSTRUCTION
+    return text_by_pc
+
+
+def _source_lines(action: Any, pcs: Iterator[int]) -> dict[int, tuple[str | None, int | None]]:
+    out: dict[int, tuple[str | None, int | None]] = {}
+    for pc in pcs:
+        file = line = None
+        try:
+            info = action.source_info(pc)
+        except Exception:
+            info = None
+        if info is not None:
+            try:
+                file = info.file_name() or None
+                ln = info.line()
+                line = int(ln) if ln else None
+            except Exception:
+                file = line = None
+        out[pc] = (file, line)
+    return out
+
+
+def _listing(
+    action: Any,
+    starts: list[int],
+    listings: dict[tuple[str | None, tuple[int, ...]], _Listing] | None,
+    function: str | None,
+) -> _Listing:
+    """The function's listing, read once per report: later launches of the same function (same name, same
+    entry PCs) reuse it. A 154-launch report of a dozen kernels walked the same SASS 154 times, 281,000
+    ``sass_by_pc`` calls. A cached listing is reused only when the first instruction at each entry PC
+    still reads the same (a module loaded at another's address would not)."""
+    key = (function, tuple(starts))
+    hit = listings.get(key) if listings is not None else None
+    if hit is not None and all(
+        " ".join((action.sass_by_pc(pc) or "").split()) == hit.text_by_pc.get(pc) for pc in starts
+    ):
+        return hit
+    text_by_pc = _walk_listing(action, starts)
+    listing = _Listing(text_by_pc, _source_lines(action, iter(sorted(text_by_pc))))
+    if listings is not None and text_by_pc:
+        listings[key] = listing
+    return listing
+
+
+def _load_sass(
+    action: Any,
+    metrics: Mapping[str, Metric],
+    instanced: Mapping[str, Any],
+    listings: dict[tuple[str | None, tuple[int, ...]], _Listing] | None = None,
+    function: str | None = None,
+) -> tuple[SassLine, ...]:
+    """Walk the function's SASS from its entry PC, 16 bytes per instruction, and attach per-PC counters.
+
+    ``listings`` caches each function's text and source lines for the report's other launches
+    (:func:`_listing`); the per-PC counters are each launch's own."""
+    fpcs = instanced.get("launch__function_pcs")
+    starts: list[int] = []
+    if fpcs is not None:
+        for i in range(fpcs.num_instances()):
+            try:
+                starts.append(int(fpcs.value(i)))
+            except Exception:
+                continue
+    if not starts:
+        return ()
+    listing = _listing(action, starts, listings, function)
+    text_by_pc = listing.text_by_pc
+    if not text_by_pc:
+        return ()
+
+    # Per-PC counters: instanced metrics whose correlation ids are PCs of this function.
+    counters: dict[int, dict[str, float]] = {}
+    for mname, m in instanced.items():
+        if mname.startswith("launch__"):
+            continue
+        try:
+            cids = m.correlation_ids()
+            n = m.num_instances()
+        except Exception:
+            continue
+        if cids is None or n == 0:
+            continue
+        first = _as_int(cids, 0)
+        if first is None or first not in text_by_pc:
+            continue
+        for i in range(n):
+            pci = _as_int(cids, i)
+            if pci is None or pci not in text_by_pc:
+                continue
+            try:
+                v = m.value(i)
+            except Exception:
+                continue
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                counters.setdefault(pci, {})[mname] = float(v)
+
+    lines: list[SassLine] = []
+    for pc in sorted(text_by_pc):
+        file, line = listing.source[pc]
+        lines.append(
+            SassLine(pc=pc, text=text_by_pc[pc], file=file, line=line, counters=counters.get(pc, {}))
+        )
+    return tuple(lines)
+
+
+def _as_int(m: Any, i: int) -> int | None:
+    try:
+        v = m.value(i)
+    except Exception:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
