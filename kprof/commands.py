@@ -82,6 +82,10 @@ def nsys_profile_argv(
     >>> nsys_profile_argv(["python3", "app.py"], "out")
     ['nsys', 'profile', '-t', 'cuda,nvtx,osrt', '-s', 'none', '--cpuctxsw=none', '-f', 'true', '-o', 'out', 'python3', 'app.py']
     """
+    if backtrace_syncs and sample == "none":
+        sample = (
+            "process-tree"  # nsys collects CUDA backtraces only with CPU sampling on (nsys profile --help)
+        )
     argv = [nsys, "profile", "-t", trace, "-s", sample, f"--cpuctxsw={cpuctxsw}"]
     if force:
         argv += ["-f", "true"]

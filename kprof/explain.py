@@ -121,14 +121,18 @@ _ENTRIES: dict[str, _Entry] = {
         "call) hold the largest share of its wall time, and the kernels hold neither GPU_BOUND_BUSY_FRACTION of "
         "it nor GPU_SHARE_OVER_CAUSE times that share. Host-caused idle time above MAX_DISPATCH_PER_LAUNCH_NS "
         "per launch is not dispatch overhead, and the verdict is then inconclusive with the host-sampling "
-        "capture to run.",
-        "Issue fewer, larger launches: CUDA graphs (torch.compile mode='reduce-overhead', torch.cuda.graphs), "
-        "fused kernels, larger batches.",
+        "capture to run; so it is with fewer than MIN_LAUNCHES_FOR_LAUNCH_BOUND launches (a rate needs a loop). "
+        "The expected wall time keeps the kernels' own time plus GRAPH_KERNEL_GAP_NS between them: no launch "
+        "path runs kernels gaplessly.",
+        "Issue fewer, larger launches: CUDA graphs (torch.compile mode='reduce-overhead', torch.cuda.graphs; "
+        "cudaStreamBeginCapture and cudaGraphLaunch in CUDA C++), fused kernels, larger batches.",
         (
             "GPU_BOUND_BUSY_FRACTION",
             "GPU_SHARE_OVER_CAUSE",
             "HOST_COMPUTE_MIN_STRETCH_NS",
             "MAX_DISPATCH_PER_LAUNCH_NS",
+            "MIN_LAUNCHES_FOR_LAUNCH_BOUND",
+            "GRAPH_KERNEL_GAP_NS",
             "TYPICAL_LAUNCH_OVERHEAD_NS",
             "MIN_FINDING_SHARE",
         ),
@@ -194,10 +198,19 @@ _ENTRIES: dict[str, _Entry] = {
         "The union of kernel, copy, memset and graph intervals on the busiest GPU covers at least "
         "GPU_BOUND_BUSY_FRACTION of the steady state's wall time, or the kernels hold more than DOMINANT_SHARE "
         "of it and GPU_SHARE_OVER_CAUSE times the largest idle cause (shares decide). The diagnosis names the "
-        "TOP_KERNELS kernels by their share of GPU time, each with the exact ncu command that profiles it.",
+        "TOP_KERNELS kernels by their share of GPU time, each with the exact ncu command that profiles it. Below "
+        "GPU_BOUND_BUSY_FRACTION, an idle cause that holds at least GPU_BOUND_RECOVERABLE_SHARE of the wall makes "
+        "it a fix: that cause's own fix, with the time it recovers as the bound.",
         "Profile the named kernels with Nsight Compute (step 2); at the timeline level there is nothing to "
-        "change but doing less work.",
-        ("GPU_BOUND_BUSY_FRACTION", "GPU_SHARE_OVER_CAUSE", "DOMINANT_SHARE", "TOP_KERNELS"),
+        "change but doing less work (fusing elementwise chains, a lower precision for matrix multiplies), except "
+        "the recoverable idle time of a steady state below GPU_BOUND_BUSY_FRACTION busy.",
+        (
+            "GPU_BOUND_BUSY_FRACTION",
+            "GPU_SHARE_OVER_CAUSE",
+            "GPU_BOUND_RECOVERABLE_SHARE",
+            "DOMINANT_SHARE",
+            "TOP_KERNELS",
+        ),
         _TIMELINE,
     ),
     "startup_bound": _Entry(

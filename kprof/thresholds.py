@@ -126,6 +126,24 @@ LAUNCH_LATENCY_MIN_SAMPLES = 20
 (below that one stray pair sets it); with fewer the latency is taken as 0, the launch call's start, as
 Holistic Trace Analysis does."""
 
+GRAPH_KERNEL_GAP_NS = 130
+"""What a kernel costs beyond its own duration once the host is out of the way (a CUDA graph, or kernels
+queued ahead of the GPU): the GPU's own gap between one kernel's end and the next one's start. Measured on
+the H200 (data/samples/timeline/pair_graph_after.json.gz, 2,280 kernels replayed from CUDA graphs, 2,250
+gaps inside the graphs): median 65 ns, mean 79 ns, largest 129 ns. A launch-bound fix's target keeps the
+kernels' own time plus this gap per kernel: no launch path runs kernels gaplessly."""
+
+MIN_LAUNCHES_FOR_LAUNCH_BOUND = 10
+"""A capture is called launch-bound only with at least 10 launches in its steady state: the verdict says
+that the host's cost per launch exceeds the GPU's time per kernel, a rate, which a handful of launches
+cannot show (one launch after a context creation is one-time work, not a loop). The same count below
+which a diagnosis's confidence is capped for too few gaps and kernels."""
+
+GPU_BOUND_RECOVERABLE_SHARE = 0.10
+"""A ``gpu_bound`` steady state below GPU_BOUND_BUSY_FRACTION whose largest idle cause holds >= 10% of
+its wall time is a fix, not healthy: removing that cause alone speeds it up by >= 1/0.9 = 1.11x, twice
+MIN_FINDING_SHARE and above the run-to-run noise of the timeline's wall time (TIMELINE_MIN_NOISE 2%)."""
+
 MIN_FINDING_SHARE = 0.05
 """A secondary cause is listed only when it explains >= 5% of the idle (or busy) time: below that,
 run-to-run variation of a capture hides it."""

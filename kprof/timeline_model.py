@@ -527,8 +527,13 @@ class Timeline:
     threads: tuple[str, ...] = ()
     """Host thread labels, indexed by the tables' ``thread`` columns."""
     capture_start_ns: int | None = None
-    """Where the capture itself says it began (Kineto's profiler span), else None."""
+    """Where the capture itself says it began (Kineto's profiler span; nsys: the first host event the loader
+    does not model, an OS runtime call of the process's start), else None."""
     capture_end_ns: int | None = None
+    profiler_overhead: tuple[tuple[int, int], ...] = ()
+    """Merged intervals in which the profiler itself worked inside the process (nsys ``PROFILER_OVERHEAD``:
+    its CUDA and OS-runtime tracing initialization, buffer flushes), time the program does not spend when it
+    runs unprofiled; empty when the capture does not record it."""
     tool_version: str = ""
     """E.g. ``"nsys 2025.3.1 (export schema 3.20)"`` or ``"kineto schema 1"``."""
     command: str = ""
@@ -551,6 +556,9 @@ class Timeline:
         object.__setattr__(self, "threads", tuple(self.threads))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "damaged", tuple(self.damaged))
+        object.__setattr__(
+            self, "profiler_overhead", tuple((int(a), int(b)) for a, b in self.profiler_overhead)
+        )
 
     # ------------------------------------------------------------------ quick facts
     @property

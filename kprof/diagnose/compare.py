@@ -306,7 +306,7 @@ def _iterations(tl: Timeline) -> tuple[np.ndarray, np.ndarray, str]:
         empty = np.zeros(0, np.int64)
         return empty, empty, ""
     starts, ends = it.windows
-    label = "profiler step" if it.kind == "profiler step" else f"NVTX range {it.group!r}"
+    label = "profiler step" if it.kind == "profiler step" else f"{it.kind} {it.group!r}"
     return np.asarray(starts, np.int64), np.asarray(ends, np.int64), label
 
 

@@ -25,7 +25,8 @@ not in the timeline's model and are not followed: an item that waited on another
 Steps are the timeline diagnosis's iterations (profiler steps or the repeated NVTX range) projected
 onto the GPU (:func:`kprof.diagnose.compare.step_times`): step *j* runs from the end of step *j-1*'s
 GPU work to the end of its own, the step time that ``kprof compare`` measures. The first step is
-warm-up and is left out.
+warm-up and is left out, and so is each next one while it runs more than
+:data:`~kprof.thresholds.WARMUP_STEP_RATIO` times the median step (the timeline diagnosis's warm-up rule).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kprof import thresholds as th
+from kprof.model import _fmt
 from kprof.timeline_model import ApiCategory, Timeline, api_base_name
 
 if TYPE_CHECKING:
@@ -237,7 +239,7 @@ class CriticalPathSummary:
             f"{k} {100 * v:.1f}%" for k, v in sorted(share.items(), key=lambda kv: -kv[1]) if v >= 0.001
         )
         lines = [
-            f"critical path of {len(self.paths)} steps ({self.label}, median {med / 1e6:.3g} ms): {parts}"
+            f"critical path of {len(self.paths)} steps ({self.label}, median {_fmt(med, 'ns')}): {parts}"
         ]
         for title, kinds, by in (("host", ("host",), "name"), ("host, outermost", ("host",), "scope"),
                                  ("sync", ("sync",), "name"), ("GPU", _GPU_KINDS, "name")):  # fmt: skip
@@ -666,6 +668,16 @@ def critical_paths(tl: Timeline, *, max_steps: int | None = None) -> CriticalPat
     step_of = np.searchsorted(st.host_start_ns, call_start, side="right") - 1
     inside = (idx.launch >= 0) & (step_of >= 0) & (call_start < st.host_end_ns[np.maximum(step_of, 0)])
     pairs = list(zip(linked[:-1].tolist(), linked[1:].tolist(), strict=True))  # (previous linked step, step)
+    # warm-up, as the timeline diagnosis leaves it out: after the first step, each next one while it runs more
+    # than WARMUP_STEP_RATIO times the median step (lazy loading, handle creation: one such step of 90 ms among
+    # steps of 0.13 ms would otherwise set every share); at least two steps stay
+    lengths = np.array([int(st.gpu_end_ns[j]) - int(st.gpu_end_ns[i]) for i, j in pairs], np.int64)
+    if len(lengths) > 2:
+        med = float(np.median(lengths))
+        k = 0
+        while k < len(pairs) - 2 and lengths[k] > th.WARMUP_STEP_RATIO * med:
+            k += 1
+        pairs = pairs[k:]
     skipped = st.count - 1 - len(pairs)
     if max_steps is not None and len(pairs) > max_steps:
         pick = np.unique(np.linspace(0, len(pairs) - 1, max_steps).round().astype(int))
@@ -740,9 +752,9 @@ def path_sentence(summary: CriticalPathSummary, bottleneck: str) -> str | None:
     if not summary.paths or not summary.total_ns:
         return None
     n = len(summary.paths)
-    med = (summary.median_step_ns() or 0.0) / 1e6
+    med = summary.median_step_ns() or 0.0
     share = summary.share_by_kind()
-    head = f"On the critical path of the {n} steady steps (median {med:.3g} ms)"
+    head = f"On the critical path of the {n} steady steps (median {_fmt(med, 'ns')})"
     if bottleneck == "sync_bound":
         syncs = summary.top(("sync",), 2)
         if not syncs:
@@ -753,9 +765,9 @@ def path_sentence(summary: CriticalPathSummary, bottleneck: str) -> str | None:
         host_ops = [x for x in summary.top(("host", "host_api"), 2) if x[0] != UNCOVERED]
         ops = ", ".join(f"{nm} {_pct(ns / summary.total_ns)}" for nm, ns, _ in host_ops)
         return (
-            f"{head}, the step waits for the GPU {per_step:.3g} times ({'; '.join(nm for nm, _, _ in syncs)}): GPU "
-            f"work holds {_pct(gpu)} of the step and the host's turnaround after each wait (waking, issuing the next "
-            f"work) {_pct(turnaround)}" + (f", mostly in {ops}." if ops else ".")
+            f"{head}, the step waits for the GPU {'once' if abs(per_step - 1) < 0.05 else f'{per_step:.3g} times'} ({'; '.join(nm for nm, _, _ in syncs)}): GPU "
+            f"work on the path holds {_pct(gpu)} of the step time and the host's turnaround after each wait (waking, "
+            f"issuing the next work) {_pct(turnaround)}" + (f", mostly in {ops}." if ops else ".")
         )
     if bottleneck == "host_compute_bound":
         scopes = [

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
 from kprof.diagnose.validity import damaged_job
@@ -62,6 +63,7 @@ from kprof.model import (
     Subject,
     SubjectKind,
     Verdict,
+    _fmt,
 )
 from kprof.timeline_model import Timeline
 
@@ -509,14 +511,13 @@ def job_stats(summaries: Sequence[RankSummary]) -> JobStats:
 # ============================================================================ rules
 
 
+_RANK_OUT = "rank%q{RANK}"
+"""The output of a per-rank capture: nsys expands ``%q{RANK}`` from the environment of each rank."""
+
+
 def _ms(ns: float) -> str:
-    if abs(ns) >= 1e9:
-        return f"{ns / 1e9:.3g} s"
-    if abs(ns) >= 1e6:
-        return f"{ns / 1e6:.3g} ms"
-    if abs(ns) >= 1e3:
-        return f"{ns / 1e3:.3g} us"
-    return f"{ns:.0f} ns"
+    """A time in ns as kprof's one formatter prints it (ns, µs, ms or s, 3 significant digits)."""
+    return _fmt(float(ns), "ns")
 
 
 def _pct(x: float) -> str:
@@ -794,7 +795,7 @@ def _straggler(
         next_step=(
             f"Compare rank {int(ranks[worst])} with a typical rank step by step (kprof.plot.job.plot_straggler_timeline); "
             f"after the change, capture all ranks again and check that the step time drops by about {_ms(wait_gap)}. "
-            "Capture per rank: `nsys profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi -o rank%q{RANK} <cmd>`."
+            f"Capture per rank: `{commands.nsys_command(_RANK_OUT, cuda_profiler_range=True)}`."
         ),
         findings=tuple(findings),
     )
@@ -967,7 +968,7 @@ def _communication_bound(
         ),
         next_step="Measure what the interconnect delivers: run nccl-tests (`all_reduce_perf -b 8M -e 1G -f 2 -g 1` per "
         "rank under your launcher) and compare its bus bandwidth with the message sizes per step; capture with "
-        "`nsys profile -t cuda,nvtx,nccl` to see each collective's size.",
+        f"`{commands.nsys_command(_RANK_OUT, trace='cuda,nvtx,osrt,nccl')}` to see each collective's size.",
     )
 
 
@@ -1041,7 +1042,7 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
             "diagnosed on its own (no GPU work in their captures).",
             evidence=tuple(evidence),
             confidence=Confidence(value=0.4, would_raise="captures with GPU activity on every rank"),
-            next_step="Capture each rank with CUDA tracing on: `nsys profile -t cuda,nvtx -o rank%q{RANK} <cmd>`.",
+            next_step=f"Capture each rank with CUDA tracing on: `{commands.nsys_command(_RANK_OUT)}`.",
             findings=tuple(findings),
         )
     counts = Counter(d.bottleneck for _, d in firsts)

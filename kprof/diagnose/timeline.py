@@ -44,12 +44,25 @@ How it decides (every threshold is in :mod:`kprof.thresholds`, each with its sou
    (``gpu_bound``, with the kernels ranked by their share of GPU time and the exact ``ncu``
    command for each) at >= 80% busy, or when they hold more than half of the wall and twice
    the largest cause; otherwise the largest cause leads. The others become findings with
-   their share of the steady state's wall time (>= 5%), never the primary's id again.
+   their share of the steady state's wall time (>= 5%) and what removing them saves at most,
+   never the primary's id again. Below 80% busy a ``gpu_bound`` steady state whose largest
+   idle cause holds GPU_BOUND_RECOVERABLE_SHARE of the wall is a fix (that cause's fix, with
+   its bound), never "rarely idle". ``host_launch_bound`` is a rate: it needs
+   MIN_LAUNCHES_FOR_LAUNCH_BOUND launches, else the verdict is inconclusive.
+
+The capture is its first to last event of any kind: for an nsys export the loader adds the host
+events it does not model (OS runtime calls from the process's start, before its first CUDA call;
+:attr:`~kprof.timeline_model.Timeline.capture_start_ns`), and the profiler's own time inside the
+process (``PROFILER_OVERHEAD``) is said apart. Advice is worded in the program's language told
+from the capture (:func:`_language`: PyTorch, other Python, compiled CUDA), never decided by it.
 
 Where the mechanism predicts a number, ``expect`` gives it as the target, bounded by the time
 its cause holds: the GPU-busy fraction and wall time with the diagnosed cause's idle time
 removed (host-caused idle for ``host_launch_bound``, idle without CUDA calls for
-``host_compute_bound``, idle after syncs for ``sync_bound``). For ``transfer_bound`` the copies
+``host_compute_bound``, idle after syncs for ``sync_bound``). A launch-bound target keeps the
+kernels' own time plus GRAPH_KERNEL_GAP_NS between consecutive kernels (measured inside CUDA
+graphs on the H200): no launch path runs kernels gaplessly. No expectation predicts its current
+value. For ``transfer_bound`` the copies
 cannot move faster than the host link's peak rate: pinning and overlapping can hide them only
 behind the compute there is, and when that is too little the fix leads with keeping the data on
 the GPU. Expectations that cannot move (pageable bytes already 0) are left out. A ``gpu_bound``
@@ -85,6 +98,7 @@ on the steady state, so that ``compare`` can look them up in the *after* capture
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +122,7 @@ from kprof.model import (
     Subject,
     SubjectKind,
     Verdict,
+    _fmt,
 )
 from kprof.timeline_model import (
     COPY_DTOH,
@@ -123,6 +138,7 @@ from kprof.timeline_model import (
     MemsetTable,
     RangeTable,
     Timeline,
+    api_base_name,
 )
 
 Pair = tuple[np.ndarray, np.ndarray]
@@ -356,7 +372,8 @@ class _Iterations:
 
     windows: Pair = _EMPTY
     kind: str = ""
-    """``"profiler step"``, ``"NVTX range"``, or ``""`` when none were found."""
+    """``"profiler step"``, ``"NVTX range"`` (nsys), ``"annotation"`` (a PyTorch profiler trace's
+    ``record_function``/``user_annotation`` ranges), :data:`REPEATED_WORK`, or ``""`` when none were found."""
     names: tuple[str, ...] = ()
     """Each iteration's own name, e.g. ``ProfilerStep#3`` or ``step 3``."""
     group: str = ""
@@ -406,6 +423,10 @@ class _Context:
     """Whether the steady state is repeated work (iterations, or a run of the same kernels)."""
     repeat_how: str = ""
     """How the repetition was seen, in words."""
+    first_cuda_ns: int = 0
+    """When the capture's first CUDA call (or GPU work) began: before it the process ran without CUDA."""
+    context_call: str = ""
+    """The name of the first CUDA call when it created the context (``cudaMalloc``), else ``""``."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -582,7 +603,8 @@ def _marked_iterations(tl: Timeline) -> _Iterations:
             k != j and _nested_in(a[1], unions[k]) and not _nested_in(cands[k][1], unions[j])
             for k in range(len(cands))
         ):
-            return _Iterations(a[1], "NVTX range", a[3], a[2])
+            # a PyTorch profiler trace's ranges are its annotations (record_function, user_annotation), not NVTX
+            return _Iterations(a[1], "NVTX range" if tl.format == "nsys" else "annotation", a[3], a[2])
     return _Iterations()
 
 
@@ -607,8 +629,8 @@ def _steady_reason(its: _Iterations) -> str:
         return f"profiler steps {first} to {last} ({n - k} steps; {which}, {warm}, left out as warm-up)"
     if len(set(its.names)) == n:
         w = warm if k > 1 else repr(warm)
-        return f"NVTX ranges {first!r} to {last!r} ({n - k} iterations; {which}, {w}, left out as warm-up)"
-    return f"instances {k + 1} to {n} of the NVTX range {its.names[0]!r} ({which} left out as warm-up)"
+        return f"{its.kind}s {first!r} to {last!r} ({n - k} iterations; {which}, {w}, left out as warm-up)"
+    return f"instances {k + 1} to {n} of the {its.kind} {its.names[0]!r} ({which} left out as warm-up)"
 
 
 def _warmup_count(its: _Iterations, startup: Pair) -> int:
@@ -863,13 +885,18 @@ def _context(tl: Timeline) -> _Context:
     gpu, per_dev = _gpu_work(tl)
     api = tl.api
     cat = api.category
-    # Kineto's own profiler span may start well before any event; measure from the events.
+    # The capture's span: its first to last event of any kind. Kineto's own profiler span may start well
+    # before any event: measure from the events. An nsys export's host events that the loader does not
+    # model (OS runtime calls from the process's start, before any CUDA call) are in capture_start/end_ns.
     lo_candidates = [gpu.lo]
     hi_candidates = [gpu.hi]
-    for t in (api, tl.ranges, tl.steps, tl.host_ops):
+    for t in (api, tl.ranges, tl.steps, tl.host_ops, tl.syncs):
         if len(t):
             lo_candidates.append(int(t.start_ns.min()))
             hi_candidates.append(int(t.end_ns.max()))
+    if tl.format == "nsys":
+        lo_candidates += [c for c in (tl.capture_start_ns,) if c is not None]
+        hi_candidates += [c for c in (tl.capture_end_ns,) if c is not None]
     cap_lo, cap_hi = min(lo_candidates), max(hi_candidates)
 
     # blocking calls: syncs, synchronous copies, and async copies that returned only after their copy ended
@@ -901,6 +928,7 @@ def _context(tl: Timeline) -> _Context:
 
     startup_mask = cat == ApiCategory.STARTUP
     first_call_ns = 0
+    context_call = ""
     if len(api):
         # CUDA initializes lazily on the first runtime call of a process (a cudaMalloc, a
         # cudaHostRegister, a copy: whatever comes first; the runtime's own start-up queries such as
@@ -916,6 +944,7 @@ def _context(tl: Timeline) -> _Context:
         ):
             startup_mask[first] = True
             first_call_ns = int(api.end_ns[first] - api.start_ns[first])
+            context_call = api_base_name(api.names[int(api.name_id[first])])
     startup_api = iv.union(api.start_ns[startup_mask], api.end_ns[startup_mask])
     jit = _jit_ranges(tl)
     startup_calls = iv.union_many(startup_api, jit) if len(jit[0]) else startup_api
@@ -1033,9 +1062,11 @@ def _context(tl: Timeline) -> _Context:
         teardown_calls=n_teardown,
         repeated=repeated,
         repeat_how=how,
+        first_cuda_ns=min(gpu.lo, int(api.start_ns.min()) if len(api) else gpu.lo),
+        context_call=context_call,
     )
     if len(per_dev) > 1:
-        others = ", ".join(f"GPU {d}: {b / 1e6:.3g} ms busy" for d, b in per_dev if d != gpu.device)
+        others = ", ".join(f"GPU {d}: {_ms(b)} busy" for d, b in per_dev if d != gpu.device)
         ctx.notes.append(f"diagnosed GPU {gpu.device}, the busiest; {others}")
     return ctx
 
@@ -1108,17 +1139,27 @@ class _LaunchingOps:
     def __init__(self, ops: HostOpTable) -> None:
         self._ops = ops
         self._s: np.ndarray | None = None
-        self._e = self._t = np.zeros(0, np.int64)
+        self._e = self._t = self._n = np.zeros(0, np.int64)
+
+    def name_at(self, t: int, thread: int) -> str | None:
+        """Name of the innermost operator on ``thread`` that contains time ``t``, or None."""
+        k = self._at(t, thread)
+        return None if k is None else self._ops.names[int(self._n[k])]
 
     def start_of(self, t: int, thread: int) -> int | None:
         """Start of the innermost operator on ``thread`` that contains time ``t``, or None."""
+        k = self._at(t, thread)
+        return None if k is None else int(self._s[k])  # type: ignore[index]
+
+    def _at(self, t: int, thread: int) -> int | None:
         if self._s is None:
             o = np.argsort(self._ops.start_ns, kind="stable")
             self._s, self._e, self._t = self._ops.start_ns[o], self._ops.end_ns[o], self._ops.thread[o]
+            self._n = self._ops.name_id[o]
         j = int(np.searchsorted(self._s, t, side="right")) - 1
         for k in range(j, max(j - self.WALK_BACK, -1), -1):
             if int(self._t[k]) == thread and int(self._e[k]) > t:
-                return int(self._s[k])
+                return k
         return None
 
 
@@ -1548,24 +1589,89 @@ def _step_times(ctx: _Context) -> np.ndarray | None:
 
 
 def _ms(ns: float) -> str:
-    if ns >= 1e9:
-        return f"{ns / 1e9:.3g} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.3g} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.3g} us"
-    return f"{ns:.0f} ns"
+    """A time in ns as the one formatter of kprof prints it (ns, µs, ms or s, 3 significant digits)."""
+    return _fmt(float(ns), "ns")
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.3g}%"
+    return _fmt(float(x), "fraction")
 
 
 def _bytes(b: float) -> str:
-    for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if b >= f:
-            return f"{b / f:.3g} {unit}"
-    return f"{b:.0f} B"
+    return _fmt(float(b), "B")
+
+
+PYTORCH, PYTHON, NATIVE = "pytorch", "python", "native"
+_TORCH_NAME = re.compile(r"\bat::|\bc10::|^aten::|\btorch\b")
+
+
+def _language(tl: Timeline) -> str:
+    """What the profiled program is written in, told from the capture, for the *wording* of advice only
+    (never a verdict): :data:`PYTORCH` for a PyTorch profiler trace, ATen kernels (``at::native::...``),
+    ``aten::`` ranges or PyTorch's own threads (``pt_autograd_0``); :data:`PYTHON` for another Python
+    process (its command is a Python interpreter: PyTorch without those signs, CuPy, Numba, JAX);
+    :data:`NATIVE` for a compiled CUDA program (C, C++, Fortran)."""
+    if tl.format == "kineto":
+        return PYTORCH
+    if any(_TORCH_NAME.search(n) for n in tl.kernels.names) or any(
+        n.startswith("aten::") for n in tl.ranges.names
+    ):
+        return PYTORCH
+    if any(t.startswith("pt_") for t in tl.threads):
+        return PYTORCH
+    exe = tl.command.strip().split(" ", 1)[0].rsplit("/", 1)[-1] if tl.command.strip() else ""
+    if re.match(r"^(python|pypy|ipython|jupyter|torchrun|accelerate|deepspeed)", exe):
+        return PYTHON
+    return NATIVE
+
+
+def _app(tl: Timeline) -> str | None:
+    """The profiled command line for a suggested command, when the capture records it (an nsys export does;
+    a PyTorch profiler trace holds only the process's name), else None (a placeholder is printed)."""
+    cmd = tl.command.strip()
+    if not cmd or (tl.format == "kineto" and " " not in cmd):
+        return None
+    return cmd
+
+
+def _nsys(ctx: _Context, suffix: str, **kw: object) -> str:
+    """A suggested ``nsys profile`` command, from the one command builder (kprof's own capture flags),
+    writing beside the diagnosed capture (``x.sqlite`` -> ``x_<suffix>``) and profiling the recorded program."""
+    out = f"{commands.report_stem(ctx.tl.source)}_{suffix}"
+    return commands.nsys_command(out, program=_app(ctx.tl), **kw)
+
+
+def _host_sampling(ctx: _Context) -> str:
+    """Commands that sample what the host runs (CPU sampling with the one command builder, and for Python
+    py-spy or torch.profiler's stacks)."""
+    cmd = _nsys(ctx, "sampled", sample="process-tree", cpuctxsw="process-tree")
+    app = _app(ctx.tl) or commands.PROGRAM
+    if _language(ctx.tl) == NATIVE:
+        return f"`{cmd}`, or `perf record -g -- {app}`"
+    return f"`{cmd}`, `py-spy record -o host.svg -- {app}`, or torch.profiler with with_stack=True"
+
+
+def _capture_range(ctx: _Context) -> str:
+    """How to capture the loop alone, in the program's language, with the exact nsys command."""
+    cmd = _nsys(ctx, "steady", cuda_profiler_range=True)
+    lang = _language(ctx.tl)
+    if ctx.tl.format == "kineto":
+        return (
+            "give torch.profiler.profile a schedule that skips start-up (schedule=torch.profiler.schedule(wait=1, "
+            "warmup=2, active=5), calling prof.step() each iteration), or bracket the loop with "
+            f"torch.cuda.profiler.start()/stop() and capture it with `{cmd}`"
+        )
+    if lang == PYTORCH:
+        return f"bracket it with torch.cuda.profiler.start()/stop() and capture with `{cmd}`"
+    if lang == PYTHON:
+        return (
+            "call cudaProfilerStart() before it and cudaProfilerStop() after it (torch.cuda.profiler.start()/stop(), "
+            f"cupy.cuda.runtime.profilerStart()/profilerStop()) and capture with `{cmd}`"
+        )
+    return (
+        "call cudaProfilerStart() before it and cudaProfilerStop() after it (cuda_profiler_api.h) and capture "
+        f"with `{cmd}`"
+    )
 
 
 def _subject(ctx: _Context, kind: SubjectKind = SubjectKind.CAPTURE, name: str | None = None) -> Subject:
@@ -1716,9 +1822,10 @@ _WAIT_NAME = re.compile(
 )
 
 
-def _host_compute_fix(name: str | None) -> tuple[str, str]:
+def _host_compute_fix(name: str | None, lang: str = PYTORCH) -> tuple[str, str]:
     """(what the host was doing, the fix that fits it), worded by the operator or range that covers the
-    idle time. Names choose the wording only; the verdict comes from the gaps."""
+    idle time and the program's language. Names choose the wording only; the verdict comes from the gaps."""
+    native = lang == NATIVE
     if name and _DATALOADER_NAME.search(name):
         return (
             "loading and preprocessing batches in the training process",
@@ -1737,16 +1844,29 @@ def _host_compute_fix(name: str | None) -> tuple[str, str]:
     if name and _IO_NAME.search(name):
         return (
             "reading input",
-            "Read ahead of the GPU: load the input in worker processes (DataLoader num_workers > 0) or a prefetch "
-            "thread, and keep it in memory or on faster storage.",
+            "Read ahead of the GPU: load the input on a prefetch thread into a second (pinned) buffer while the GPU "
+            "works on the current one, and keep it in memory or on faster storage."
+            if native
+            else "Read ahead of the GPU: load the input in worker processes (DataLoader num_workers > 0) or a "
+            "prefetch thread, and keep it in memory or on faster storage.",
         )
     if name and _WAIT_NAME.search(name):
         return (
             "waiting for another thread or process to produce its input",
-            "Make the producer keep ahead of the GPU: more DataLoader workers or a deeper prefetch queue, or move "
-            "the producer's work to the GPU.",
+            "Make the producer keep ahead of the GPU: more producer threads or a deeper queue, or move the "
+            "producer's work to the GPU."
+            if native
+            else "Make the producer keep ahead of the GPU: more DataLoader workers or a deeper prefetch queue, or "
+            "move the producer's work to the GPU.",
         )
     what = f"running {_clip_name(name, 70)}" if name else "running host code the capture does not trace"
+    if native:
+        return (
+            what,
+            f"Take {'this work' if not name else _clip_name(name, 70)} off the GPU's critical path: do it on the GPU "
+            "(a kernel instead of the host loop), or on another host thread ahead of the GPU (double-buffered, "
+            "with the next launches queued before the current GPU work ends).",
+        )
     return (
         what,
         f"Take {'this work' if not name else _clip_name(name, 70)} off the GPU's critical path: compute it on the GPU "
@@ -1793,7 +1913,7 @@ def _findings(ctx: _Context, w: _Window, primary: Bottleneck | None) -> list[Fin
             )
         elif cause == "host_compute":
             top = _named_cover(ctx, w)
-            what, fix = _host_compute_fix(top.name if top else None)
+            what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
             text = (
                 f"the GPU waits while the host is {what}, with no CUDA call for >= "
                 f"{_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} at a time"
@@ -1823,10 +1943,15 @@ def _findings(ctx: _Context, w: _Window, primary: Bottleneck | None) -> list[Fin
         head = f"{_pct(share)} of {w.scope} ({_ms(v)}"
         if cause != "copy":
             head += f", {_pct(v / idle)} of the GPU's idle time"
+        gain = (
+            f" Removing it saves up to {_ms(v)} of the {_ms(w.wall_ns)} ({_fmt(wall / max(wall - v, 1))}x at most)."
+            if v < wall
+            else ""
+        )
         out.append(
             Finding(
                 bottleneck=b,
-                headline=f"{head}): {text}.".replace("..", "."),
+                headline=f"{head}): {text}.{gain}".replace("..", "."),
                 evidence=(ev,),
                 share=min(1.0, share),
             )
@@ -1854,9 +1979,7 @@ def _one_time_findings(ctx: _Context) -> list[Finding]:
                 bottleneck=Bottleneck.STARTUP_BOUND,
                 headline=f"Start-up: {_ms(startup)} of the {_ms(wall)} capture ({_pct(startup / wall)}) is one-time work "
                 f"before the steady state{' (' + parts + ')' if parts else ''}. It is left out of the numbers above; "
-                "to profile the loop alone, bracket it with torch.cuda.profiler.start()/stop() and capture with "
-                "`nsys profile --capture-range=cudaProfilerApi ...`, or use torch.profiler.schedule(wait=1, "
-                "warmup=2, active=5).",
+                f"to profile the loop alone, {_capture_range(ctx)}.",
                 evidence=(
                     Evidence(
                         name="start-up time",
@@ -1879,7 +2002,8 @@ def _one_time_findings(ctx: _Context) -> list[Finding]:
             else "the program's own work after the loop's last iteration, until the profiler stopped"
             if kineto
             else "host time after the loop's last GPU work with no CUDA call in it: in a whole-process capture, the "
-            "interpreter's exit and the driver's teardown"
+            + ("interpreter's exit" if _language(ctx.tl) != NATIVE else "program's exit")
+            + " and the driver's teardown"
         )
         out.append(
             Finding(
@@ -1930,13 +2054,40 @@ def _one_off_finding(ctx: _Context, st: _SteadyState) -> Finding:
     )
 
 
+def _before_cuda_ns(ctx: _Context) -> int:
+    """Time from the capture's start to its first CUDA call: the process ran, but not CUDA."""
+    return max(0, min(ctx.first_cuda_ns, ctx.steady_lo) - ctx.capture_lo)
+
+
+def _overhead_ns(ctx: _Context, lo: int, hi: int) -> int:
+    """The profiler's own time inside the process (:attr:`Timeline.profiler_overhead`) within [lo, hi)."""
+    return sum(max(0, min(b, hi) - max(a, lo)) for a, b in ctx.tl.profiler_overhead if a < hi and b > lo)
+
+
+def _own_before_cuda_ns(ctx: _Context) -> tuple[int, int]:
+    """(the program's own time before its first CUDA call, the profiler's own time in that stretch)."""
+    pre = _before_cuda_ns(ctx)
+    prof = _overhead_ns(ctx, ctx.capture_lo, ctx.capture_lo + pre) if pre else 0
+    return pre - prof, prof
+
+
 def _startup_parts(ctx: _Context) -> str:
     """What start-up holds, in words: "context creation 234 ms, module loading 40 ms, compilation 2 s, ..."."""
     parts = []
     # parts too small to matter go unsaid
     least = th.MIN_FINDING_SHARE * max(0, ctx.steady_lo - ctx.capture_lo)
+    pre = _before_cuda_ns(ctx)
+    if pre >= least and pre > 0:
+        _, prof = _own_before_cuda_ns(ctx)
+        parts.append(
+            f"the process before its first CUDA call {_ms(pre)}"
+            + (f" ({_ms(prof)} of it the profiler's own set-up)" if prof >= least and prof > 0 else "")
+        )
     if ctx.startup_first_call_ns >= least and ctx.startup_first_call_ns > 0:
-        parts.append(f"the first CUDA call, which created the context, {_ms(ctx.startup_first_call_ns)}")
+        call = f" ({ctx.context_call})" if ctx.context_call else ""
+        parts.append(
+            f"the first CUDA call{call}, which created the context, {_ms(ctx.startup_first_call_ns)}"
+        )
     rest = ctx.startup_api_ns - ctx.startup_first_call_ns
     if rest >= least and rest > 0:
         parts.append(f"module loading and other start-up calls {_ms(rest)}")
@@ -1969,6 +2120,7 @@ def _confidence(share: float, w: _Window, has_host: bool, extra: str) -> Confide
 def _no_gpu_work(tl: Timeline) -> Diagnosis:
     base = tl.source.rsplit("/", 1)[-1]
     missing = "no kernel, copy, memset or CUDA graph activity"
+    again = commands.nsys_command(f"{commands.report_stem(tl.source)}_traced", program=_app(tl))
     if tl.counts.get("cuda_profiler_range"):
         what = (
             f"{missing}: it is a CUPTI range-profiler trace ({tl.counts['cuda_profiler_range']} "
@@ -1976,22 +2128,21 @@ def _no_gpu_work(tl: Timeline) -> Diagnosis:
         )
         nxt = (
             "Capture a timeline instead: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
-            "ProfilerActivity.CUDA]) without the CUPTI range profiler, or `nsys profile -t cuda,nvtx -o out "
-            "<your command>`."
+            f"ProfilerActivity.CUDA]) without the CUPTI range profiler, or `{again}`."
         )
     elif tl.format == "nsys" and not tl.has_host_trace:
         what = f"{missing} and no CUDA API calls: the capture did not trace CUDA"
-        nxt = "Re-capture with CUDA tracing on: `nsys profile -t cuda,nvtx,osrt -o out <your command>`."
+        nxt = f"Re-capture with CUDA tracing on: `{again}`."
     elif len(tl.api):
         what = f"{missing}, although the host made {len(tl.api):,} CUDA API calls"
         nxt = (
-            "Re-capture with GPU activity recorded: `nsys profile -t cuda,nvtx -o out <your command>`, or "
-            "torch.profiler with ProfilerActivity.CUDA; check that the profiled region actually runs GPU work."
+            f"Re-capture with GPU activity recorded: `{again}`, or torch.profiler with ProfilerActivity.CUDA; check "
+            "that the profiled region actually runs GPU work."
         )
     else:
         what = f"{missing} and no CUDA API calls"
         nxt = (
-            "Re-capture with GPU activity recorded: `nsys profile -t cuda,nvtx -o out <your command>`, or "
+            f"Re-capture with GPU activity recorded: `{again}`, or "
             "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])."
         )
     ev = [
@@ -2024,7 +2175,7 @@ class _Comm:
 
 def _ncu_commands(
     ctx: _Context, w: _Window
-) -> tuple[list[Evidence], list[str], list[tuple[str, float]], _Comm]:
+) -> tuple[list[Evidence], list[str], list[tuple[str, float, str]], _Comm]:
     """Top compute kernels by share of GPU time in the steady state, with an ncu command each, and the
     NCCL kernels' time apart.
 
@@ -2037,7 +2188,8 @@ def _ncu_commands(
     k = tl.kernels
     ev: list[Evidence] = []
     cmds: list[str] = []
-    tops: list[tuple[str, float]] = []
+    tops: list[tuple[str, float, str]] = []
+    """(short name, share of GPU time, full name) of the top compute kernels."""
     if len(k) == 0:
         return ev, cmds, tops, _Comm()
     lo, hi = ctx.steady_lo, ctx.steady_hi
@@ -2082,7 +2234,7 @@ def _ncu_commands(
         name = k.names[i]
         sname = short[i]
         share = float(per_name[i]) / total_gpu
-        tops.append((sname, share))
+        tops.append((sname, share, name))
         shown = sname if sum(1 for x in short if x == sname) == 1 else _clip_name(name)
         ev.append(
             Evidence(
@@ -2167,6 +2319,106 @@ def _comm_finding(comm: _Comm) -> Finding:
     )
 
 
+_ELEMENTWISE = re.compile(r"(?<!distribution_)elementwise_kernel")
+_NOT_OPS = {"aunary", "bunary", "cuda", "unary", "binary", "opmath", "cudafunctoronself", "cudafunctor"}
+
+
+def _elementwise_op(name: str) -> str | None:
+    """The operation of a PyTorch elementwise kernel, from its template arguments (``CUDAFunctor_add`` ->
+    ``add``, ``MulFunctor`` -> ``mul``, ``sin_kernel_cuda`` -> ``sin``), for wording only; None when the name
+    is not an elementwise kernel's or names no operation."""
+    if not _ELEMENTWISE.search(name):
+        return None
+    m = re.search(r"CUDAFunctor(?:OnSelf)?_(\w+?)<", name)
+    if m:
+        return m[1].lower()
+    ops = [f for f in re.findall(r"(\w+?)Functor<", name) if f.lower() not in _NOT_OPS]
+    if ops:
+        return ops[-1].split("::")[-1].lower()
+    m = re.search(r"native::(\w+?)_kernel_cuda", name) or re.search(r"native::(\w+?)CUDAKernelImpl", name)
+    return m[1].lower() if m else "elementwise"
+
+
+_GEMM = re.compile(r"nvjet|gemm|xmma|cutlass|wgmma|cublas|matmul|_mm_", re.IGNORECASE)
+
+
+def _gpu_bound_fix(ctx: _Context, w: _Window, tops: list[tuple[str, float, str]]) -> str:
+    """The one change that fits the kernels holding the GPU time (names choose the wording, never the verdict)."""
+    busy = f"the GPU is busy {_pct(w.busy_fraction)} of {w.scope}"
+    if not tops:
+        return f"Nothing to change at the timeline level: {busy}. The kernel profile (next step) says what limits them."
+    lang = _language(ctx.tl)
+    ew = [(op, sh) for _, sh, full in tops if (op := _elementwise_op(full)) is not None]
+    ew_share = sum(sh for _, sh in ew)
+    if ew_share >= th.DOMINANT_SHARE and len(ew) >= 2:
+        ops = ", ".join(dict.fromkeys(op for op, _ in ew))
+        how = (
+            "torch.compile on the function that runs them"
+            if lang in (PYTORCH, PYTHON)
+            else "one kernel that does all of them per element"
+        )
+        return (
+            f"Nothing to change at the timeline level: {busy}, and {_pct(ew_share)} of its GPU time is in elementwise "
+            f"kernels ({ops}), each of which reads and writes whole tensors through DRAM: they are memory-bound, "
+            f"so no tuning of one kernel beats DRAM bandwidth. Fuse the chain ({how}) so each tensor crosses DRAM "
+            "once instead of once per operation; the kernel profile (next step) confirms how close each kernel "
+            "already is to the DRAM roof."
+        )
+    name, share, full = tops[0]
+    if _GEMM.search(full) and share >= th.DOMINANT_SHARE:
+        return (
+            f"Nothing to change at the timeline level: {busy}, {_pct(share)} of it in the matrix multiply {name}. "
+            "Its kernel profile (next step) says whether it is at its tensor-core roof; if it is, only less work "
+            "speeds it up: a lower precision where the accuracy allows (BF16, or FP8 on Hopper), or smaller or "
+            "fewer multiplies."
+        )
+    return (
+        f"Nothing to change at the timeline level: {busy}, {_pct(share)} of it in {name}. Its kernel profile (next "
+        "step) says what limits it and what to change."
+    )
+
+
+def _idle_cause_text(ctx: _Context, w: _Window, cause: str) -> tuple[str, str, str, str]:
+    """(what the GPU waited for, the fix, the metric that falls, its label) for the largest idle cause of a
+    steady state whose kernels still lead."""
+    if cause == "host_compute":
+        top = _named_cover(ctx, w)
+        what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
+        return (
+            f"the host was {what} without a CUDA call for >= {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} at a time",
+            fix,
+            "host_compute_idle_ns",
+            "GPU idle time while the host makes no CUDA call",
+        )
+    if cause == "sync":
+        return (
+            "the host had blocked on the GPU (a sync drained the queue) and then issued the next work",
+            "Take the blocking call out of the loop: " + _sync_fix(ctx)[0],
+            "gpu_idle_ns",
+            "GPU idle time",
+        )
+    if cause == "copy":
+        return (
+            "the host was blocked in a copy",
+            "Copy asynchronously from pinned memory, off the compute stream, ahead of its use.",
+            "gpu_idle_ns",
+            "GPU idle time",
+        )
+    if cause == "startup":
+        return (
+            "the host loaded modules or compiled code",
+            "Move the one-time loading or compilation before the loop (warm up once).",
+            "gpu_idle_ns",
+            "GPU idle time",
+        )
+    return (
+        "the host was still issuing the next work",
+        "Issue the work ahead of the GPU: fewer, larger launches (a CUDA graph of the loop body, fused kernels).",
+        "gpu_idle_ns",
+        "GPU idle time",
+    )
+
+
 def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
     ev_k, cmds, tops, comm = _ncu_commands(ctx, w)
     graph_ns = (
@@ -2174,7 +2426,26 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         if len(ctx.tl.graphs)
         else 0
     )
-    evidence = [_busy_evidence(w)]
+    # the largest cause of idle time, and whether removing it is worth a fix (the kernels lead below
+    # GPU_BOUND_BUSY_FRACTION only by holding more than half of the wall and twice that cause)
+    idle = {k: v for k, v in w.idle_by_cause.items() if k not in ("device_wait", "unknown")}
+    cause = max(idle, key=lambda k: idle[k]) if idle else ""
+    cause_ns = idle.get(cause, 0)
+    recover = (
+        w.busy_fraction < th.GPU_BOUND_BUSY_FRACTION
+        and cause_ns >= th.GPU_BOUND_RECOVERABLE_SHARE * max(w.wall_ns, 1)
+    )
+    if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION:
+        busy_ev = _busy_evidence(w)
+    else:
+        compute = max(0, w.busy_ns - w.exposed_copy_ns)
+        busy_ev = dataclasses.replace(
+            _busy_evidence(w),
+            reference=f"{_ms(w.busy_ns)} busy of {_ms(w.wall_ns)} wall; below {_pct(th.GPU_BOUND_BUSY_FRACTION)}, "
+            f"but the kernels hold more than half of the wall and {_fmt(compute / max(cause_ns, 1))}x the largest "
+            "idle cause",
+        )
+    evidence = [busy_ev]
     graph_share = graph_ns / max(w.busy_ns, 1)
     if graph_share >= th.MIN_FINDING_SHARE:
         evidence.append(
@@ -2187,9 +2458,22 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         )
     if comm.ns > 0:
         evidence.append(_comm_evidence(comm))
+    cause_what = cause_fix = cause_metric = cause_label = ""
+    if recover:
+        cause_what, cause_fix, cause_metric, cause_label = _idle_cause_text(ctx, w, cause)
+        evidence.append(
+            Evidence(
+                name=f"GPU idle while {cause_what.split(' without')[0]}",
+                value=round(cause_ns / 1e6, 3),
+                unit="ms",
+                reference=f"{_pct(cause_ns / max(w.wall_ns, 1))} of {w.scope}, {_pct(cause_ns / max(w.idle_ns, 1))} "
+                "of its idle time: recoverable",
+                metric=cause_metric if cause_metric == "host_compute_idle_ns" else None,
+            )
+        )
     evidence += ev_k[:2]
     if tops:
-        name, share = tops[0]
+        name, share, _ = tops[0]
         head_k = f"; the top kernel ({name}) holds {_pct(share)} of it"
         if comm.share >= th.MIN_FINDING_SHARE:
             head_k = (
@@ -2202,10 +2486,17 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         head_k = ""
     if graph_share >= th.DOMINANT_SHARE:
         head_k = f"; {_pct(graph_share)} of it is CUDA-graph replay"
-    headline = (
-        f"GPU-bound: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} of "
-        f"{_ms(w.wall_ns)}){head_k}."
-    )
+    if recover:
+        headline = (
+            f"GPU-bound, with time to recover: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} "
+            f"({_ms(w.busy_ns)} of {_ms(w.wall_ns)}){head_k}, but it idles {_pct(cause_ns / max(w.wall_ns, 1))} of "
+            f"it ({_ms(cause_ns)}) while {cause_what.split(' without')[0]}."
+        )
+    else:
+        headline = (
+            f"GPU-bound: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} of "
+            f"{_ms(w.wall_ns)}){head_k}."
+        )
     nxt_parts = []
     if cmds:
         nxt_parts.append(
@@ -2213,8 +2504,7 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         )
     if graph_share >= th.DOMINANT_SHARE:
         nxt_parts.append(
-            "To see the kernels inside the CUDA graphs, re-capture with `nsys profile "
-            "--cuda-graph-trace=node ...`."
+            f"To see the kernels inside the CUDA graphs, re-capture with `{_nsys(ctx, 'nodes', graph_nodes=True)}`."
         )
     if comm.share >= th.MIN_FINDING_SHARE:
         nxt_parts.append(
@@ -2223,30 +2513,70 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         )
     if not nxt_parts:
         nxt_parts.append(
-            "Capture kernel-level detail: `nsys profile --cuda-graph-trace=node -t cuda,nvtx -o out "
-            "<your command>`, then ncu on the largest kernels."
+            f"Capture kernel-level detail: `{_nsys(ctx, 'nodes', graph_nodes=True)}`, then ncu on the largest "
+            "kernels."
         )
     findings = _findings(ctx, w, Bottleneck.GPU_BOUND)
     if comm.share >= th.MIN_FINDING_SHARE:
         findings.append(_comm_finding(comm))
         findings.sort(key=lambda f: -(f.share or 0))
-    fix = (
-        "Nothing to change at the timeline level: the GPU is rarely idle. Speed comes from the kernels "
-        "themselves or from doing less work (lower precision, fewer or fused kernels, smaller problem); "
-        "the kernel profile says which."
-    )
-    return Diagnosis(
-        subject=subject,
-        bottleneck=Bottleneck.GPU_BOUND,
-        verdict=Verdict.HEALTHY,
-        headline=headline,
-        evidence=tuple(evidence[:3]),
-        mechanism="The host enqueues work faster than the GPU executes it, so the queue never drains and the GPU "
-        "runs back to back; the wall time is the sum of the kernels' durations.",
-        fix=fix,
+    expect: list[Expectation] = []
+    if recover:
+        wall_after = max(w.busy_ns, w.wall_ns - cause_ns)
+        idle_left = max(0, w.idle_ns - cause_ns)
+        mech = (
+            f"The kernels hold most of {w.scope}, but its GPU queue drains: for {_ms(cause_ns)} "
+            f"({_pct(cause_ns / max(w.wall_ns, 1))} of the wall, {_pct(cause_ns / max(w.idle_ns, 1))} of the idle "
+            f"time) the GPU had no work because {cause_what}. That time adds to the kernels' time instead of "
+            "overlapping it."
+        )
+        fix = (
+            f"{cause_fix} That recovers up to {_ms(cause_ns)} of the {_ms(w.wall_ns)} "
+            f"({_fmt(w.wall_ns / max(wall_after, 1))}x at most). The kernels themselves come next: their profile "
+            "(next step) says what limits them."
+        )
+        expect.append(
+            Expectation(
+                metric=cause_metric,
+                direction=Direction.DOWN,
+                value_now=cause_ns if cause_metric == "host_compute_idle_ns" else w.idle_ns,
+                target=0 if cause_metric == "host_compute_idle_ns" else idle_left,
+                unit="ns",
+                label=cause_label,
+            )
+        )
+        expect.append(
+            Expectation(
+                metric="gpu_busy_fraction",
+                direction=Direction.UP,
+                value_now=round(w.busy_fraction, 4),
+                target=round(w.busy_ns / max(wall_after, 1), 3),
+                label="GPU-busy fraction (without that idle time)",
+            )
+        )
+        expect.append(
+            Expectation(
+                metric="wall_ns",
+                direction=Direction.DOWN,
+                value_now=w.wall_ns,
+                unit="ns",
+                target=wall_after,
+                label="steady-state wall time (without that idle time)",
+            )
+        )
+        verdict = Verdict.FIX
+    else:
+        mech = (
+            "The host enqueues work faster than the GPU executes it, so the queue rarely drains and the GPU runs "
+            "back to back; the wall time is the sum of the kernels' durations."
+            if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION
+            else f"The kernels hold most of {w.scope}; its idle time ({_pct(1 - w.busy_fraction)}) is spread over "
+            f"causes none of which holds {_pct(th.GPU_BOUND_RECOVERABLE_SHARE)} of the wall."
+        )
+        fix = _gpu_bound_fix(ctx, w, tops)
         # The timeline predicts no number here: how much a kernel fix saves is the kernel diagnosis's
         # to say (its own expect). What it does predict is that wall time falls with GPU-busy time.
-        expect=(
+        expect += [
             Expectation(
                 metric="gpu_busy_ns",
                 direction=Direction.DOWN,
@@ -2261,7 +2591,17 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
                 unit="ns",
                 label="steady-state wall time (falls with GPU-busy time)",
             ),
-        ),
+        ]
+        verdict = Verdict.HEALTHY
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.GPU_BOUND,
+        verdict=verdict,
+        headline=headline,
+        evidence=tuple(evidence[:3]),
+        mechanism=mech,
+        fix=fix,
+        expect=tuple(expect),
         confidence=_confidence(
             0.5 + 0.5 * (w.busy_fraction - th.GPU_BOUND_BUSY_FRACTION) / (1 - th.GPU_BOUND_BUSY_FRACTION),
             w,
@@ -2280,6 +2620,101 @@ def _link_peak(ctx: _Context) -> tuple[float, str] | None:
         if key.lower() in name.lower():
             return bw, name
     return None
+
+
+@dataclass(slots=True)
+class _CopyFacts:
+    """How the steady state's host copies were issued and where they ran."""
+
+    count: int = 0
+    on_compute_stream: int = 0
+    """Copies on a stream that also runs the steady state's kernels: a stream runs its work in order."""
+    asynchronous: int = 0
+    """Copies whose call returned before the copy ended: the host did not wait (``non_blocking=True``)."""
+    per_direction: list[tuple[str, int, int, bool]] = field(default_factory=list)
+    """(direction, bytes, copy time, mostly pageable) of host<->device copies, most time first."""
+
+
+def _copy_facts(ctx: _Context) -> _CopyFacts:
+    tl, out = ctx.tl, _CopyFacts()
+    c = tl.copies
+    if len(c) == 0:
+        return out
+    lo, hi, dev = ctx.steady_lo, ctx.steady_hi, ctx.gpu.device
+    cm = (
+        (c.device == dev)
+        & (c.start_ns >= lo)
+        & (c.start_ns < hi)
+        & np.isin(c.direction, (COPY_HTOD, COPY_DTOH, 11, 12))
+    )
+    out.count = int(np.count_nonzero(cm))
+    if out.count == 0:
+        return out
+    k = tl.kernels
+    kstreams = (
+        set(np.unique(k.stream[(k.device == dev) & (k.start_ns >= lo) & (k.start_ns < hi)]).tolist())
+        if len(k)
+        else set()
+    )
+    out.on_compute_stream = int(np.count_nonzero(cm & np.isin(c.stream, list(kstreams)))) if kstreams else 0
+    rows = ctx.api_index.find(c.correlation[cm])
+    ok = rows >= 0
+    if ok.any():
+        out.asynchronous = int(
+            np.count_nonzero(tl.api.end_ns[rows[ok]] + th.CLOCK_ALIGNMENT_SLACK_NS < c.end_ns[cm][ok])
+        )
+    hk = c.host_kind()
+    for d, label in ((COPY_HTOD, "host to device"), (COPY_DTOH, "device to host")):
+        dm = cm & np.isin(c.direction, (d, d + 10 if d == COPY_HTOD else 12))
+        if dm.any():
+            ns = int(np.maximum(c.end_ns[dm] - c.start_ns[dm], 0).sum())
+            pageable = int(np.count_nonzero(dm & (hk == MEM_PAGEABLE))) * 2 > int(np.count_nonzero(dm))
+            out.per_direction.append((label, int(c.bytes[dm].sum()), ns, pageable))
+    out.per_direction.sort(key=lambda x: -x[2])
+    return out
+
+
+def _overlap_fix(ctx: _Context, w: _Window, facts: _CopyFacts) -> tuple[str, str]:
+    """(the overlap fix in the program's language, why the copies do not overlap today, "" when unknown)."""
+    native = _language(ctx.tl) == NATIVE
+    pin = (
+        ""
+        if not w.pageable_bytes
+        else "pin the host buffers (cudaHostAlloc or cudaHostRegister), "
+        if native
+        else "pin the host buffers (tensor.pin_memory(), DataLoader(pin_memory=True)), "
+    )
+    already_async = facts.count > 0 and facts.asynchronous * 2 > facts.count and not w.pageable_bytes
+    same = facts.count > 0 and facts.on_compute_stream * 2 > facts.count
+    why = ""
+    if same:
+        why = (
+            f"{facts.on_compute_stream:,} of the {facts.count:,} copies run on the same stream as the kernels, and a "
+            "stream runs its work in order: each copy waits for the kernel before it and each kernel for its copy, so "
+            "nothing overlaps"
+            + (
+                " (the calls already return at once, so the host is not what waits)"
+                if already_async and not w.pageable_bytes
+                else ""
+            )
+        )
+    if native:
+        fix = (
+            f"{pin}issue the copy of batch i+1 with cudaMemcpyAsync on a second stream (cudaStreamCreateWithFlags("
+            "&s, cudaStreamNonBlocking)) into a second device buffer, record an event after it (cudaEventRecord) and "
+            "make the compute stream wait on that event (cudaStreamWaitEvent) before the kernels of batch i+1, so the "
+            "copy overlaps the kernels of batch i"
+        )
+    else:
+        nb = "" if already_async else " with non_blocking=True"
+        fix = (
+            f"{pin}issue the copy of batch i+1{nb} on its own stream (copy_stream = torch.cuda.Stream(); with "
+            "torch.cuda.stream(copy_stream): x_next = x_host.to('cuda', non_blocking=True)) into a second buffer, "
+            "then make the compute stream wait for it (torch.cuda.current_stream().wait_stream(copy_stream); "
+            "x_next.record_stream(torch.cuda.current_stream())) before batch i+1 uses it, so the copy overlaps the "
+            "compute of batch i"
+        )
+    return fix, why
 
 
 def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float, share: float) -> Diagnosis:
@@ -2337,15 +2772,8 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
         + (", from pageable memory" if pageable_share >= th.DOMINANT_SHARE else "")
         + "."
     )
-    pin = (
-        "pin the host buffers (tensor.pin_memory(), DataLoader(pin_memory=True), cudaHostAlloc), "
-        if w.pageable_bytes
-        else ""
-    )
-    overlap_fix = (
-        f"{pin}copy with non_blocking=True on a side stream and overlap the copy of batch i+1 with the compute of "
-        "batch i"
-    )
+    facts = _copy_facts(ctx)
+    overlap_fix, why = _overlap_fix(ctx, w, facts)
     if only_keep:
         fix = (
             f"Keep the data on the GPU across iterations (allocate it there, or copy it once before the loop): only "
@@ -2354,7 +2782,11 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             f"{overlap_fix}, reaches {_ms(overlap_wall)} at best."
         )
     else:
-        fix = f"Keep the data on the GPU across iterations if you can. Otherwise {overlap_fix}."
+        fix = (
+            f"{overlap_fix[0].upper() + overlap_fix[1:]}: that hides the copies behind the {_ms(w.compute_ns)} of "
+            "compute. If the data can stay on the GPU across iterations (allocated there, or copied once before the "
+            "loop), that removes the copies altogether."
+        )
     expect = []
     if only_keep:
         expect.append(
@@ -2415,6 +2847,17 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             if w.pageable_bytes
             else "; the host memory is already pinned, so what is left is to overlap the copies with compute or not "
             "to make them."
+        )
+        + (f" Here {why}." if why else "")
+        + (
+            " By direction: "
+            + "; ".join(
+                f"{d} {_bytes(b)} in {_ms(ns)} ({_fmt(b / max(ns, 1))} GB/s{', pageable' if pg else ''})"
+                for d, b, ns, pg in facts.per_direction
+            )
+            + "."
+            if len(facts.per_direction) > 1
+            else ""
         ),
         fix=fix,
         expect=tuple(expect),
@@ -2424,10 +2867,40 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             ctx.tl.has_host_trace,
             "a capture after the change, to see how much of the copy time is left",
         ),
-        next_step="After the change, re-capture the same steady state (`nsys profile -t cuda,nvtx "
-        "--capture-range=cudaProfilerApi ...` or torch.profiler with a schedule) and `kprof compare` the two.",
+        next_step=f"After the change, {_recapture(ctx)}.",
         findings=tuple(_findings(ctx, w, Bottleneck.TRANSFER_BOUND)),
     )
+
+
+def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
+    """What the steady state launches, in words: "each of its 23 iterations launches 185 kernels, most of them
+    vectorized_elementwise_kernel (104) and gemv2T_kernel (35)"; "" when it cannot be said."""
+    k = ctx.tl.kernels
+    if len(k) == 0 or w.kernel_count == 0:
+        return ""
+    m = (k.device == ctx.gpu.device) & (k.start_ns >= ctx.steady_lo) & (k.start_ns < ctx.steady_hi)
+    short = k.short_names or k.names
+    first: dict[str, int] = {}
+    canon = np.array([first.setdefault(x, i) for i, x in enumerate(short)] or [0], np.int64)
+    sid = canon[k.name_id[m]] if m.any() else np.zeros(0, np.int64)
+    if len(sid) == 0:
+        return ""
+    ids, counts = np.unique(sid, return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:2]
+    n_it = len(ctx.its) - ctx.its.warmup if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
+    div = max(n_it, 1)
+
+    def per(x: float) -> str:  # whole launches per iteration; "about" when the window's edges split one
+        r = round(x / div)
+        return f"{r:,}" if abs(x / div - r) < 0.05 else f"about {max(r, 1):,}"
+
+    top = " and ".join(
+        f"{_clip_name(short[int(ids[o])], 60)} ({per(float(counts[o]))})" for o in order.tolist()
+    )
+    if n_it:
+        each = f"{ctx.its.period_launches:,}" if ctx.its.kind == REPEATED_WORK else per(float(len(sid)))
+        return f"each of its {n_it:,} iterations launches {each} kernels, most of them {top}"
+    return f"it launches {len(sid):,} kernels, most of them {top}"
 
 
 def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
@@ -2439,10 +2912,10 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
             name="median idle gap between GPU work",
             value=round(w.median_gap_ns / 1e3, 3),
             unit="us",
-            reference=f"median kernel {w.median_kernel_ns / 1e3:.3g} us; launch call "
-            + (f"{launch_call / 1e3:.3g} us measured here" if launch_call else "not traced")
-            + f"; typical launch overhead {th.TYPICAL_LAUNCH_OVERHEAD_NS[0] / 1e3:.0f}-"
-            f"{th.TYPICAL_LAUNCH_OVERHEAD_NS[1] / 1e3:.0f} us",
+            reference=f"median kernel {_ms(w.median_kernel_ns)}; launch call "
+            + (f"{_ms(launch_call)} measured here" if launch_call else "not traced")
+            + f"; typical launch overhead {_ms(th.TYPICAL_LAUNCH_OVERHEAD_NS[0])}-"
+            f"{_ms(th.TYPICAL_LAUNCH_OVERHEAD_NS[1])}",
             reference_value=th.TYPICAL_LAUNCH_OVERHEAD_NS[1] / 1e3,
             metric="mean_gap_ns",
         ),
@@ -2455,37 +2928,52 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
                 name="host time per launch",
                 value=round(w.launch_interval_ns / 1e3, 3),
                 unit="us",
-                reference=f"the GPU needs {w.median_kernel_ns / 1e3:.3g} us per kernel (median): the host "
+                reference=f"the GPU needs {_ms(w.median_kernel_ns)} per kernel (median): the host "
                 "issues work slower than the GPU finishes it",
                 reference_value=round(w.median_kernel_ns / 1e3, 3),
             )
         )
-    per_launch = (w.launch_interval_ns or 0) / 1e3
+    per_launch = w.launch_interval_ns or 0
+    n = w.kernel_count
     headline = (
         f"Host-bound: the GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} "
         f"({_ms(w.busy_ns)} busy of {_ms(w.wall_ns)}) because the host issues "
-        f"{w.kernel_count:,} kernels"
-        + (f" one every {per_launch:.3g} us" if per_launch else "")
-        + f" and each runs in {w.median_kernel_ns / 1e3:.3g} us."
+        f"{n:,} kernel{'s' if n != 1 else ''}"
+        + (f" one every {_ms(per_launch)}" if per_launch else "")
+        + f" and each runs in {_ms(w.median_kernel_ns)}."
     )
     where = {
         "launch calls": "inside the launch calls themselves",
         "CPU ops": "in framework operators (PyTorch dispatch) around the launches",
         "other CUDA calls": "in other CUDA calls",
-        "untraced host time": "in untraced host code (Python, framework dispatch) between the launches",
+        "untraced host time": "in untraced host code (Python, framework dispatch) between the launches"
+        if _language(ctx.tl) != NATIVE
+        else "in the program's own host code between the launches",
     }.get(biggest[0], "on the host")
+    what = _launches_per_iteration(ctx, w)
     mech = (
         f"Each kernel is shorter than the host's time to issue the next one, so the GPU finishes and waits: "
         f"{_pct(host_idle / max(w.idle_ns, 1))} of the idle time falls where the next kernel was launched only "
         f"after the GPU had gone idle, and most of that host time is {where}."
+        + (f" In the steady state {what}." if what else "")
     )
-    fix = (
-        "Issue fewer, larger launches: capture the loop body as a CUDA graph (torch.cuda.CUDAGraph or "
-        "torch.compile(mode='reduce-overhead')), fuse the elementwise chains (torch.compile, foreach/fused "
-        "optimizer kernels such as torch.optim.SGD(foreach=True) or fused=True), or batch more work per launch."
-    )
-    # what the mechanism predicts: the host-caused idle time goes, the GPU work stays
-    wall_after = max(w.busy_ns, w.wall_ns - host_idle)
+    if _language(ctx.tl) == NATIVE:
+        fix = (
+            "Capture the loop body once as a CUDA graph (cudaStreamBeginCapture/cudaStreamEndCapture, "
+            "cudaGraphInstantiate) and replay it with one cudaGraphLaunch per iteration; alternatively fuse "
+            "consecutive small kernels into one, or give each launch more work (a larger grid, a batch)."
+        )
+    else:
+        fix = (
+            "Capture the loop body as a CUDA graph (torch.compile(mode='reduce-overhead'), or torch.cuda.CUDAGraph "
+            "with static input tensors) so one launch replays all its kernels; alternatively fuse the elementwise "
+            "chains (torch.compile; a foreach/fused optimizer: torch.optim.SGD(foreach=True) or fused=True), or "
+            "batch more work per launch."
+        )
+    # what the mechanism predicts: the host-caused idle time goes, the GPU work stays, and even a CUDA graph
+    # spaces its kernels by the GPU's own gap (GRAPH_KERNEL_GAP_NS): never a gapless GPU
+    floor = min(w.wall_ns, w.busy_ns + n * th.GRAPH_KERNEL_GAP_NS)
+    wall_after = max(floor, w.wall_ns - host_idle)
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.HOST_LAUNCH_BOUND,
@@ -2500,7 +2988,8 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
                 direction=Direction.UP,
                 value_now=round(w.busy_fraction, 4),
                 target=round(w.busy_ns / max(wall_after, 1), 3),
-                label="GPU-busy fraction (without the host-caused idle time)",
+                label="GPU-busy fraction (without the host-caused idle time; kernels still "
+                f"{_ms(th.GRAPH_KERNEL_GAP_NS)} apart, as in a CUDA graph)",
             ),
             Expectation(
                 metric="launch_count",
@@ -2514,7 +3003,8 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
                 value_now=w.wall_ns,
                 unit="ns",
                 target=wall_after,
-                label="steady-state wall time (without the host-caused idle time)",
+                label="steady-state wall time (the kernels' own time plus "
+                f"{_ms(th.GRAPH_KERNEL_GAP_NS)} between them, instead of the host-caused idle time)",
             ),
         ),
         confidence=_confidence(
@@ -2522,18 +3012,155 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
             w,
             ctx.tl.has_host_trace,
             "a Python-level trace (torch.profiler with_stack=True, or nsys -s cpu sampling) "
-            "showing where the host time goes",
+            "showing where the host time goes"
+            if _language(ctx.tl) != NATIVE
+            else "CPU sampling of the host thread (nsys -s cpu) showing where the host time goes",
         ),
-        next_step="Apply the fix and re-capture the same steady state; `kprof compare BEFORE AFTER` checks that "
-        "GPU-busy fraction went up and launch calls went down.",
+        next_step="Apply the fix and re-capture the same steady state ("
+        + commands.timeline_after_change(ctx.tl.source, program=_app(ctx.tl))
+        + "): the GPU-busy fraction should go up and the launch calls down.",
         findings=tuple(_findings(ctx, w, Bottleneck.HOST_LAUNCH_BOUND)),
     )
+
+
+_SYNC_KINDS: dict[str, tuple[str, str, str]] = {
+    # kind: (what blocks, in the program's terms; the PyTorch fix; the CUDA C++ fix)
+    "item": (
+        ".item() (aten::_local_scalar_dense: a scalar copied to the host, then a wait for the queue)",
+        "keep the value on the GPU: accumulate it in a tensor and call .item() once every N steps or after the loop, "
+        "and replace Python control flow on it with tensor ops (torch.where, masks); float(t), int(t), bool(t) and "
+        "`if t:` sync the same way",
+        "keep the value on the GPU and read it back once every N iterations or after the loop",
+    ),
+    "scalar_read": (
+        "a scalar read back (a copy of at most 8 bytes to the host, then a wait for the queue: what .item() "
+        "issues in PyTorch)",
+        "keep the value on the GPU: accumulate it in a tensor and read it (.item(), float(t), bool(t), `if t:`) "
+        "once every N steps or after the loop, and replace Python control flow on it with tensor ops "
+        "(torch.where, masks)",
+        "keep the value on the GPU and read it back once every N iterations or after the loop",
+    ),
+    "to_host": (
+        "a copy to host memory (.cpu(), .to('cpu'), .numpy(), .tolist())",
+        "copy into a pinned buffer with non_blocking=True, record a CUDA event after it and wait on that event only "
+        "when the host needs the values (a step later)",
+        "cudaMemcpyAsync into pinned memory (cudaHostAlloc), then cudaEventRecord and cudaEventSynchronize only "
+        "where the host needs the values",
+    ),
+    "data_dependent": (
+        "an operation whose output size depends on the data (nonzero, boolean-mask indexing, unique)",
+        "give it a static size (torch.nonzero_static, multiply by the mask instead of indexing with it) so the host "
+        "need not wait to learn the size",
+        "bound the output size ahead of time so the host need not read it back",
+    ),
+    "device_sync": (
+        "an explicit device synchronize (torch.cuda.synchronize(), cudaDeviceSynchronize)",
+        "remove torch.cuda.synchronize() from the loop (keep one before reading a timer or the final result); to "
+        "order work between streams use torch.cuda.Event and stream.wait_event, which do not block the host",
+        "remove cudaDeviceSynchronize from the loop; order work with cudaEventRecord + cudaStreamWaitEvent, which "
+        "do not block the host",
+    ),
+    "stream_sync": (
+        "cudaStreamSynchronize",
+        "wait on a CUDA event recorded after the work you need (torch.cuda.Event.synchronize()), issued after the "
+        "next iteration's work is queued, instead of draining the stream",
+        "replace cudaStreamSynchronize with cudaEventRecord after the work you need and cudaEventSynchronize after "
+        "the next iteration's work is queued (or cudaStreamWaitEvent for GPU-side ordering)",
+    ),
+    "event_sync": (
+        "an event wait (cudaEventSynchronize, event.synchronize())",
+        "wait on the event later, after the next iteration's work is queued, or order with stream.wait_event",
+        "move cudaEventSynchronize after the next iteration's launches, or use cudaStreamWaitEvent",
+    ),
+    "blocking_copy": (
+        "a synchronous copy (cudaMemcpy)",
+        "copy with non_blocking=True into pinned memory and wait on an event when the data is needed",
+        "replace cudaMemcpy with cudaMemcpyAsync on a stream into pinned memory, and an event wait where the data "
+        "is needed",
+    ),
+}
+_ITEM_OP = re.compile(r"_local_scalar_dense|^aten::item$")
+_TO_HOST_OP = re.compile(r"^aten::(to|_to_copy|copy_|cpu|numpy|tolist)$")
+_DATA_DEP_OP = re.compile(r"nonzero|masked_select|unique|index|repeat_interleave")
+
+
+def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
+    """What blocks the host in the steady state, as :data:`_SYNC_KINDS` keys with their counts, most first.
+
+    A PyTorch trace names the operator that made each blocking call (``aten::_local_scalar_dense`` for
+    ``.item()``); otherwise the call and the copies around it say it: a stream sync right after a copy of a
+    few bytes to the host is a scalar read back (what ``.item()`` issues in PyTorch). Names choose the words
+    of the fix only; the verdict comes from the gaps."""
+    tl = ctx.tl
+    api = tl.api
+    if len(api) == 0:
+        return []
+    cat = api.category
+    m = (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
+    rows = np.flatnonzero(m & np.isin(cat, (int(ApiCategory.SYNC), int(ApiCategory.COPY_SYNC))))
+    if len(rows) == 0:
+        return []
+    ops = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
+    # small device-to-host copies in the steady state: scalars read back
+    c = tl.copies
+    small_d2h = 0
+    if len(c):
+        cm = (
+            (c.start_ns >= ctx.steady_lo)
+            & (c.start_ns < ctx.steady_hi)
+            & np.isin(c.direction, (COPY_DTOH, 12))
+        )
+        small_d2h = int(np.count_nonzero(cm & (c.bytes <= 8)))
+    counts: dict[str, int] = {}
+    for r in rows.tolist():
+        name = api_base_name(api.names[int(api.name_id[r])])
+        op = ops.name_at(int(api.start_ns[r]), int(api.thread[r])) if ops is not None else None
+        if op and _ITEM_OP.search(op):
+            kind = "item"
+        elif op and _TO_HOST_OP.search(op):
+            kind = "to_host"
+        elif op and _DATA_DEP_OP.search(op):
+            kind = "data_dependent"
+        elif name in ("cudaDeviceSynchronize", "cuCtxSynchronize"):
+            kind = "device_sync"
+        elif name in ("cudaEventSynchronize", "cuEventSynchronize"):
+            kind = "event_sync"
+        elif cat[r] == ApiCategory.COPY_SYNC:
+            kind = "blocking_copy"
+        elif ops is None and small_d2h * 2 >= len(rows):
+            kind = "scalar_read"
+        else:
+            kind = "stream_sync"
+        counts[kind] = counts.get(kind, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else "twice" if n == 2 else f"{n:,} times"
+
+
+def _sync_fix(ctx: _Context) -> tuple[str, str]:
+    """(the fix for what blocks most, what blocks in words with counts)."""
+    kinds = _sync_kinds(ctx)
+    native = _language(ctx.tl) == NATIVE
+    if not kinds:
+        fix = _SYNC_KINDS["stream_sync"][2 if native else 1]
+        return fix[0].upper() + fix[1:] + ".", "a blocking call"
+    top = kinds[0][0]
+    total = sum(n for _, n in kinds)
+    what = "; ".join(
+        f"{_SYNC_KINDS[k][0]} {_times(n)}" for k, n in kinds[:2] if n >= th.MIN_FINDING_SHARE * total
+    )
+    fix = _SYNC_KINDS[top][2 if native else 1]
+    return fix[0].upper() + fix[1:] + ".", what
 
 
 def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
     sync_idle = w.idle_by_cause.get("sync", 0)
     n_iter = len(ctx.iterations[0])
-    per_iter = f", {w.sync_count / max(n_iter - 1, 1):.3g} per iteration" if n_iter >= 2 else ""
+    steady_iters = n_iter - ctx.its.warmup if n_iter >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
+    per_iter = f", {_fmt(w.sync_count / steady_iters)} per iteration" if steady_iters >= 2 else ""
+    fix, what = _sync_fix(ctx)
     ev = [
         _busy_evidence(w),
         Evidence(
@@ -2556,55 +3183,136 @@ def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
         f"then idles: {_pct(1 - w.busy_fraction)} idle, {_pct(sync_idle / max(w.idle_ns, 1))} of it right "
         "after a sync returned."
     )
+    mech = (
+        f"The loop blocks in {what}: each call makes the host wait until the GPU's queue is empty, and after it "
+        "returns the GPU idles for as long as the host needs to dispatch and launch the next work, every time."
+    )
+    expect = [
+        Expectation(
+            metric="gpu_busy_fraction",
+            direction=Direction.UP,
+            value_now=round(w.busy_fraction, 4),
+            target=round(w.busy_ns / max(w.busy_ns, w.wall_ns - sync_idle, 1), 3),
+            label="GPU-busy fraction (without the idle time after syncs)",
+        ),
+        Expectation(
+            metric="gpu_idle_ns",
+            direction=Direction.DOWN,
+            value_now=w.idle_ns,
+            target=max(0, w.idle_ns - sync_idle),
+            unit="ns",
+            label="GPU idle time (without the idle time after syncs)",
+        ),
+    ]
+    if w.sync_count:
+        expect.insert(
+            0,
+            Expectation(
+                metric="sync_count",
+                direction=Direction.DOWN,
+                value_now=w.sync_count,
+                target=0,
+                label="blocking syncs in the steady state (the values read after the loop, or every N steps)",
+            ),
+        )
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.SYNC_BOUND,
         verdict=Verdict.FIX,
         headline=headline,
         evidence=tuple(ev),
-        mechanism="A blocking call (.item(), .cpu(), torch.cuda.synchronize(), cudaStreamSynchronize, a "
-        "device-to-host copy into pageable memory) makes the host wait until the GPU's queue is empty; after it "
-        "returns, the GPU idles for as long as the host needs to dispatch and launch the next work, every time.",
-        fix="Keep values on the GPU inside the loop (accumulate losses in a tensor, read them once per N steps or "
-        "at the end), replace .item()-driven control flow with tensor ops, and drop explicit synchronize() calls "
-        "from the loop; if a host copy is needed, copy into pinned memory with non_blocking=True and wait on an "
-        "event later.",
-        expect=(
-            Expectation(
-                metric="sync_count",
-                direction=Direction.DOWN,
-                value_now=w.sync_count,
-                target=max(0, n_iter - 1) if n_iter >= 2 else 0,
-                label="blocking syncs",
-            ),
-            Expectation(
-                metric="gpu_busy_fraction",
-                direction=Direction.UP,
-                value_now=round(w.busy_fraction, 4),
-                target=round(w.busy_ns / max(w.busy_ns, w.wall_ns - sync_idle, 1), 3),
-                label="GPU-busy fraction (without the idle time after syncs)",
-            ),
-            Expectation(
-                metric="gpu_idle_ns",
-                direction=Direction.DOWN,
-                value_now=w.idle_ns,
-                target=max(0, w.idle_ns - sync_idle),
-                unit="ns",
-                label="GPU idle time (without the idle time after syncs)",
-            ),
-        ),
+        mechanism=mech,
+        fix=fix,
+        expect=tuple(expect),
         confidence=_confidence(
             share,
             w,
             ctx.tl.has_host_trace,
             "a Python stack for the syncs (torch.profiler with_stack=True, or "
-            "torch.cuda.set_sync_debug_mode('warn')) naming the lines that block",
+            "torch.cuda.set_sync_debug_mode('warn')) naming the lines that block"
+            if _language(ctx.tl) != NATIVE
+            else "backtraces of the blocking calls (next step) naming the lines that block",
         ),
-        next_step="Find the blocking lines with torch.cuda.set_sync_debug_mode('warn') (PyTorch) or nsys's "
-        "backtraces (`nsys profile -t cuda,nvtx --cudabacktrace=sync ...`), remove them from the loop, re-capture "
-        "and `kprof compare`.",
+        next_step=(
+            "Find the blocking lines with torch.cuda.set_sync_debug_mode('warn') (it warns at each syncing call) or "
+            if _language(ctx.tl) != NATIVE
+            else "Find the blocking lines with "
+        )
+        + f"nsys's backtraces of the syncs (`{_nsys(ctx, 'syncs', backtrace_syncs=True)}`), remove them from the loop, "
+        f"then {_recapture(ctx)}.",
         findings=tuple(_findings(ctx, w, Bottleneck.SYNC_BOUND)),
     )
+
+
+def _recapture(ctx: _Context, **kw: object) -> str:
+    """How to capture the same program again after a change and check it against this capture."""
+    tl = ctx.tl
+    after = commands.after_stem(tl.source)
+    if tl.format == "kineto":
+        return (
+            f"re-capture with the same torch.profiler settings into {after}.json and run "
+            f"`{commands.compare_command(tl.source, after + '.json')}`"
+        )
+    cmd = commands.nsys_command(after, program=_app(tl), **kw)
+    return f"re-capture with `{cmd}` and run `{commands.compare_command(tl.source, after + '.nsys-rep')}`"
+
+
+def _startup_fix(ctx: _Context, inside: bool) -> tuple[str, str]:
+    """(the fix, the next step) for one-time work, for the part that holds most of it and in the program's
+    language: the context (created once per process), run-time compilation, module loading, the process's
+    own start before CUDA, warm-up iterations."""
+    lang = _language(ctx.tl)
+    pre, _ = _own_before_cuda_ns(ctx)
+    rest_api = max(0, ctx.startup_api_ns - ctx.startup_first_call_ns)
+    parts = {
+        "context": ctx.startup_first_call_ns,
+        "jit": ctx.jit_ns,
+        "modules": rest_api,
+        "process": 0 if inside else pre,
+    }
+    big = max(parts, key=lambda k: parts[k])
+    if parts[big] <= 0:
+        big = "warmup"
+    keep = (
+        "keep one process alive and give it many inputs (a server, or a batch of inputs per run) instead of one "
+        "process per input"
+    )
+    if big == "context":
+        call = ctx.context_call or "the first CUDA call"
+        early = (
+            "torch.cuda.init() at the top of the program"
+            if lang in (PYTORCH, PYTHON)
+            else "cudaFree(0) or cudaSetDevice() at the top of main()"
+        )
+        fix = (
+            f"The CUDA context is created once per process, inside {call} here: {keep}. If the program must start "
+            f"often, create the context first ({early}) on a thread while the host does its own set-up, so the two "
+            "overlap."
+        )
+    elif big == "jit":
+        fix = (
+            "Compile once, not per process: keep the compile caches across runs (TORCHINDUCTOR_CACHE_DIR, "
+            "TRITON_CACHE_DIR on persistent storage), and autotune once and reuse the chosen configurations."
+            if lang in (PYTORCH, PYTHON)
+            else "Compile once, not per process: build the kernels ahead of time for the GPU's architecture (nvcc "
+            "-arch=sm_XX, so the driver does not JIT the PTX) or cache the NVRTC output across runs."
+        ) + f" Otherwise {keep}."
+    elif big == "modules":
+        fix = (
+            "Load only the kernels you use: keep lazy loading on (CUDA_MODULE_LOADING=LAZY, the default since "
+            f"CUDA 12.2) and link fewer or smaller CUDA libraries; or {keep}."
+        )
+    elif big == "process":
+        fix = f"Most of it is the process's own start before any CUDA call ({_ms(pre)}): " + (
+            "the interpreter and its imports (`python -X importtime` names the slow ones); import lazily what "
+            f"the work does not need, or {keep}."
+            if lang != NATIVE
+            else f"loading and host set-up; {keep}."
+        )
+    else:
+        fix = f"The first iterations pay for lazy loading and first-use set-up: {keep}, and warm up once."
+    nxt = f"To measure the work without start-up, {_capture_range(ctx)}."
+    return fix, nxt
 
 
 def _diag_startup(
@@ -2619,6 +3327,7 @@ def _diag_startup(
     """One-time work dominates: of the capture (nothing after start-up repeats), or, with ``inside``, of the
     steady state's idle time (compilation or module loading inside the loop)."""
     share = startup_ns / max(wall_ns, 1)
+    fix, nxt = _startup_fix(ctx, inside)
     if inside:
         ev = [
             _busy_evidence(steady),
@@ -2657,10 +3366,11 @@ def _diag_startup(
                 f"({ctx.repeat_how})",
             ),
         ]
-        if ctx.startup_first_call_ns:
+        if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * max(0, ctx.steady_lo - ctx.capture_lo) > 0:
             ev.append(
                 Evidence(
-                    name="first CUDA call (context creation)",
+                    name="first CUDA call (context creation)"
+                    + (f": {ctx.context_call}" if ctx.context_call else ""),
                     value=round(ctx.startup_first_call_ns / 1e6, 3),
                     unit="ms",
                     reference="paid once per process",
@@ -2681,10 +3391,45 @@ def _diag_startup(
             f"{lead}: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time work ({what}), and the work "
             "after start-up does not repeat."
         )
+        # the mechanism from what was measured, largest first: only the parts this capture holds
+        said: list[tuple[int, str]] = []
+        pre = _before_cuda_ns(ctx)
+        own, prof = _own_before_cuda_ns(ctx)
+        if pre:
+            said.append(
+                (
+                    pre,
+                    f"{_ms(pre)} pass before the program's first CUDA call, with no GPU work"
+                    + (
+                        f" ({_ms(prof)} of it the profiler's own set-up in the process, which an unprofiled run "
+                        f"does not pay; {_ms(own)} the program's own start)"
+                        if prof
+                        else ": the program's own start"
+                    ),
+                )
+            )
+        if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * startup_ns:
+            said.append(
+                (
+                    ctx.startup_first_call_ns,
+                    f"the first CUDA call{' (' + ctx.context_call + ')' if ctx.context_call else ''} took "
+                    f"{_ms(ctx.startup_first_call_ns)} because it created the CUDA context (driver and device "
+                    "initialization, once per process)",
+                )
+            )
+        rest_api = max(0, ctx.startup_api_ns - ctx.startup_first_call_ns)
+        if rest_api:
+            said.append((rest_api, f"module and library loading took {_ms(rest_api)}"))
+        if ctx.jit_ns:
+            said.append((ctx.jit_ns, f"run-time compilation and autotuning took {_ms(ctx.jit_ns)}"))
+        if end:
+            said.append((end, f"the end of the process took {_ms(end)}"))
+        said.sort(key=lambda x: -x[0])
+        body = "; ".join(t for v, t in said if v >= th.MIN_FINDING_SHARE * startup_ns)
         mech = (
-            "The first CUDA call creates the context, kernels are loaded lazily on first use, libraries create "
-            "their handles and code is compiled in the first iteration; the end of a process unloads and frees. "
-            "Nothing after start-up is repeated work, so this one-time cost is what the capture measures."
+            (body[0].upper() + body[1:] + ". " if body else "")
+            + f"The GPU work itself is {_ms(steady.busy_ns)} in a {_ms(steady.wall_ns)} window after start-up, and "
+            "nothing after start-up repeats, so this one-time cost is what the capture measures."
         )
     return Diagnosis(
         subject=subject,
@@ -2693,10 +3438,7 @@ def _diag_startup(
         headline=headline,
         evidence=tuple(ev[:3]),
         mechanism=mech,
-        fix="If the program is short-lived by design, cut start-up: load fewer modules (CUDA_MODULE_LOADING=LAZY is "
-        "the default), cache compiled kernels (TORCHINDUCTOR_CACHE_DIR, a persistent Triton cache), reuse the "
-        "process (a server instead of one process per request), warm up once. Otherwise profile the steady state, "
-        "not the start.",
+        fix=fix,
         expect=(
             Expectation(
                 metric="wall_ns",
@@ -2706,15 +3448,13 @@ def _diag_startup(
                 target=max(0, wall_ns - startup_ns) if inside else steady.wall_ns,
                 label="steady-state wall time (without the start-up work)"
                 if inside
-                else "captured wall time (steady state only)",
+                else "wall time per run of the work once start-up is paid once (a long-lived process)",
             ),
         ),
         confidence=_confidence(
             0.5 + share / 2, w_all, ctx.tl.has_host_trace, "a capture of the steady state alone"
         ),
-        next_step="Capture only the steady state: bracket it with torch.cuda.profiler.start()/stop() and run "
-        "`nsys profile --capture-range=cudaProfilerApi -t cuda,nvtx -o out <your command>`, or use "
-        "torch.profiler.schedule(wait=1, warmup=2, active=5).",
+        next_step=nxt,
         findings=tuple(_findings(ctx, steady, Bottleneck.STARTUP_BOUND)) if inside else (),
     )
 
@@ -2726,7 +3466,7 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     n = len(gs)
     median_gap = float(np.median(ge - gs)) if n else 0.0
     top = _named_cover(ctx, w)
-    what, fix = _host_compute_fix(top.name if top else None)
+    what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
     traced = top is not None
     ev = [
         _busy_evidence(w),
@@ -2736,7 +3476,8 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
             unit="ms",
             reference=f"{_pct(hc / max(w.wall_ns, 1))} of {w.scope}, {_pct(hc / max(w.idle_ns, 1))} of the idle "
             f"time; {n:,} gaps, median {_ms(median_gap)}; dispatch issues a CUDA call every "
-            f"{th.TYPICAL_LAUNCH_OVERHEAD_NS[0] / 1e3:.0f}-145 us, never {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} without one",
+            f"{_ms(th.TYPICAL_LAUNCH_OVERHEAD_NS[0])}-{_ms(145_000)}, never {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} without "
+            "one",
             reference_value=th.HOST_COMPUTE_MIN_STRETCH_NS / 1e6,
             metric="host_compute_idle_ns",
         ),
@@ -2781,11 +3522,7 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     # a loop that waits on its host work does so every iteration; one or two such gaps are one-time work
     # or too little to tell
     few = n < th.MIN_ITERATIONS_FOR_WARMUP_DROP
-    sample = (
-        "Sample the host to see what it runs in the gaps: `nsys profile -t cuda,nvtx,osrt -s process-tree "
-        "--cpuctxsw=process-tree -o out <your command>`, `py-spy record -o host.svg -- <your command>`, or "
-        "torch.profiler with with_stack=True."
-    )
+    sample = f"Sample the host to see what it runs in the gaps: {_host_sampling(ctx)}."
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.HOST_COMPUTE_BOUND,
@@ -2837,8 +3574,7 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
         + (
             ""
             if not traced
-            else "Apply the fix and re-capture the same steady state; `kprof compare BEFORE AFTER` checks that the host-"
-            "compute idle time and the wall time went down."
+            else f"Apply the fix, then {_recapture(ctx)}: the host-compute idle time and the wall time should go down."
         ),
         findings=tuple(_findings(ctx, w, Bottleneck.HOST_COMPUTE_BOUND)),
     )
@@ -2861,9 +3597,9 @@ def _diag_host_elsewhere(ctx: _Context, w: _Window, subject: Subject, per_launch
                 name="host-caused idle time per launch",
                 value=round(per_launch / 1e3, 1),
                 unit="us",
-                reference=f"launch/dispatch costs {th.TYPICAL_LAUNCH_OVERHEAD_NS[0] / 1e3:.0f}-"
-                f"{th.TYPICAL_LAUNCH_OVERHEAD_NS[1] / 1e3:.0f} us; above "
-                f"{th.MAX_DISPATCH_PER_LAUNCH_NS / 1e6:.0f} ms it is not dispatch",
+                reference=f"launch/dispatch costs {_ms(th.TYPICAL_LAUNCH_OVERHEAD_NS[0])}-"
+                f"{_ms(th.TYPICAL_LAUNCH_OVERHEAD_NS[1])}; above "
+                f"{_ms(th.MAX_DISPATCH_PER_LAUNCH_NS)} it is not dispatch",
                 reference_value=th.MAX_DISPATCH_PER_LAUNCH_NS / 1e3,
             ),
             Evidence(
@@ -2874,10 +3610,38 @@ def _diag_host_elsewhere(ctx: _Context, w: _Window, subject: Subject, per_launch
         "launches: CPU computation, data loading, compilation (e.g. Triton/torch.compile), I/O or sleeping. The "
         "timeline shows that the host is the limit but not what it does.",
         confidence=Confidence(value=0.5, would_raise="a host-side profile of the idle stretches"),
-        next_step="Sample the host to see what it does between launches: `nsys profile -t cuda,nvtx,osrt -s cpu "
-        "--cpuctxsw=process-tree -o out <your command>`, or `py-spy record -o host.svg -- <your command>`, or "
-        "torch.profiler with with_stack=True.",
+        next_step=f"Sample the host to see what it does between launches: {_host_sampling(ctx)}.",
         findings=tuple(_findings(ctx, w, Bottleneck.HOST_LAUNCH_BOUND)),
+    )
+
+
+def _diag_few_launches(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
+    """The GPU idles between too few launches to call it launch-bound (a rate needs a loop)."""
+    n = w.launch_count
+    return Diagnosis(
+        subject=subject,
+        bottleneck=None,
+        verdict=Verdict.INCONCLUSIVE,
+        headline=f"The GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} busy of "
+        f"{_ms(w.wall_ns)}) around {n} launch{'es' if n != 1 else ''}: too few to tell a host that issues work "
+        "too slowly from one-time work.",
+        evidence=(
+            _busy_evidence(w),
+            Evidence(
+                name="launch calls",
+                value=n,
+                reference=f"launch-bound is a rate: at least {th.MIN_LAUNCHES_FOR_LAUNCH_BOUND} launches to judge it",
+                reference_value=th.MIN_LAUNCHES_FOR_LAUNCH_BOUND,
+                metric="launch_count",
+            ),
+        ),
+        mechanism="Launch overhead limits a program only when it issues many short kernels in a loop, so that the "
+        "host's time per launch exceeds the GPU's time per kernel; around a handful of launches the idle time is "
+        "the program's one-time host work (allocation, set-up, reading back the result).",
+        confidence=Confidence(value=0.4, would_raise="a capture of the program's repeated work (its loop)"),
+        next_step="If the program repeats this work, capture several repetitions; otherwise the one-time cost is "
+        "the first diagnosis's subject.",
+        findings=tuple(_findings(ctx, w, None)),
     )
 
 
@@ -2887,7 +3651,7 @@ def _diag_unknown(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
     if unknown >= dev_wait:
         what = "the capture has no host-side CUDA API events, so the idle time cannot be attributed"
         nxt = (
-            "Re-capture with host tracing: `nsys profile -t cuda,nvtx,osrt -o out <your command>`, or "
+            f"Re-capture with host tracing: `{_nsys(ctx, 'traced')}`, or "
             "torch.profiler with ProfilerActivity.CPU and ProfilerActivity.CUDA."
         )
     else:
@@ -2895,9 +3659,10 @@ def _diag_unknown(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
             f"{_pct(dev_wait / max(w.idle_ns, 1))} of the idle time the next GPU work was already queued: the "
             "GPU waited on a device-side dependency (another stream, an event, another GPU or process)"
         )
+        cmd = _nsys(ctx, "job", trace="cuda,nvtx,osrt,nccl", extra=("--trace-fork-before-exec=true",))
         nxt = (
-            "Capture all GPUs and processes of the job (`nsys profile -t cuda,nvtx,nccl --trace-fork-before-exec=true "
-            "...`) to see what the queued work waited for (cross-stream events, collectives)."
+            f"Capture all GPUs and processes of the job (`{cmd}`) to see what the queued work waited for "
+            "(cross-stream events, collectives)."
         )
     return Diagnosis(
         subject=subject,
@@ -2948,6 +3713,8 @@ def _classify(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         per_launch = top / max(w.launch_count, 1)
         if per_launch > th.MAX_DISPATCH_PER_LAUNCH_NS:
             return _diag_host_elsewhere(ctx, w, subject, per_launch)
+        if w.launch_count < th.MIN_LAUNCHES_FOR_LAUNCH_BOUND:
+            return _diag_few_launches(ctx, w, subject)
         return _diag_host(ctx, w, subject, share)
     if best == "host_compute":
         return _diag_host_compute(ctx, w, subject, share)
@@ -3047,6 +3814,9 @@ def diagnose_timeline(tl: Timeline) -> list[Diagnosis]:
         # nothing after start-up repeats: the one-time work is what the capture measures
         w_all = _analyze(ctx, whole)
         first = _diag_startup(ctx, w_all, subject, one_time, wall_all, steady_w)
+        if steady_w.launch_count < th.MIN_LAUNCHES_FOR_LAUNCH_BOUND:
+            # a handful of launches after start-up: the first diagnosis's evidence already says what it holds
+            return [_with_notes(first, ctx, steady_w)]
         steady_d = _classify(
             ctx, steady_w, Subject(kind=SubjectKind.RANGE, name="steady state", device=subject.device)
         )

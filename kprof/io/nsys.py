@@ -860,6 +860,70 @@ def _read_gpus(db: _Db) -> tuple[GpuInfo, ...]:
     return tuple(sorted(out, key=lambda g: g.device))
 
 
+HOST_EVENT_TABLES = ("OSRT_API", "CUDNN_EVENTS", "CUBLAS_EVENTS", "MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS")
+"""Host-side event tables the loader does not model but whose times belong to the capture: the OS
+runtime calls (``-t osrt``: the process's reads, waits and allocations from its very start, before any
+CUDA call) and library/MPI call traces. Nsight's own ``PROFILER_OVERHEAD`` rows are not the program's."""
+
+
+def _capture_extent(db: _Db) -> tuple[int | None, int | None]:
+    """First and last time of the events in :data:`HOST_EVENT_TABLES` (OS runtime calls by their start
+    only: a ``poll()`` that began inside the capture can end long after it), or (None, None).
+
+    With the CUDA, NVTX and GPU tables this is the capture's span: the first to the last recorded event
+    of any kind (as the validation gallery's ``measure.py`` defines it). A whole-process capture starts
+    with the process (imports, host set-up) long before its first CUDA call; the CUDA tables alone
+    would drop that time.
+    """
+    lo: list[int] = []
+    hi: list[int] = []
+    ok = f"start >= 0 AND start < {TIMESTAMP_LIMIT_NS}"
+    for t in HOST_EVENT_TABLES:
+        if not db.has(t) or "start" not in db.columns(t):
+            continue
+        end = "start" if t == "OSRT_API" or "end" not in db.columns(t) else "end"
+        try:
+            row = db.conn.execute(
+                f'SELECT min(start), max({end}) FROM "{t}" WHERE {ok} AND {end} >= start '
+                f"AND {end} < {TIMESTAMP_LIMIT_NS}"
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            continue  # a damaged table the loader does not model: the CUDA tables still give a span
+        if row and isinstance(row[0], int) and isinstance(row[1], int):
+            lo.append(row[0])
+            hi.append(row[1])
+    return (min(lo), max(hi)) if lo else (None, None)
+
+
+def _profiler_overhead(db: _Db) -> tuple[tuple[int, int], ...]:
+    """The merged intervals of nsys's own work inside the process (``PROFILER_OVERHEAD``: "CUDA profiling
+    initialization", buffer flushes, CUPTI resource management). Its ``dlopen(...)`` rows time the program's
+    own library loads and stay the program's."""
+    t = "PROFILER_OVERHEAD"
+    if not db.has(t) or not {"start", "end"} <= db.columns(t):
+        return ()
+    named = "nameId" in db.columns(t) and db.has("StringIds")
+    sql = (
+        f'SELECT p.start, p."end" FROM "{t}" p LEFT JOIN StringIds s ON s.id = p.nameId '
+        "WHERE (s.value IS NULL OR s.value NOT LIKE 'dlopen%') AND "
+        if named
+        else f'SELECT p.start, p."end" FROM "{t}" p WHERE '
+    ) + f'p.start >= 0 AND p."end" >= p.start AND p."end" < {TIMESTAMP_LIMIT_NS} ORDER BY p.start'
+    try:
+        rows = db.conn.execute(sql).fetchall()
+    except sqlite3.DatabaseError:
+        return ()  # a damaged table the loader does not model: no overhead known
+    out: list[list[int]] = []
+    for a, b in rows:
+        if not isinstance(a, int) or not isinstance(b, int):
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
 def _meta(db: _Db) -> dict[str, str]:
     for t in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if db.has(t) and {"name", "value"} <= db.columns(t):
@@ -896,7 +960,8 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
     """Load an ``nsys export --type sqlite`` database into a :class:`~kprof.timeline_model.Timeline`.
 
     Reads kernels, CUDA graphs traced whole, copies, memsets, synchronizations,
-    runtime/driver API calls, NVTX ranges and GPU info. The file is opened read-only
+    runtime/driver API calls, NVTX ranges and GPU info, and the capture's span from every host event
+    (:func:`_capture_extent`). The file is opened read-only
     and without locks; it is never modified.
 
     Raises
@@ -956,6 +1021,8 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
             counts = np.bincount(api.thread)
             main_tid = threads.tids[int(np.argmax(counts))]
         command = _command(db, main_tid)
+        cap_lo, cap_hi = _capture_extent(db)
+        overhead = _profiler_overhead(db)
     finally:
         db.close()
     tool = f"nsys {version}".strip() if version else "nsys"
@@ -973,6 +1040,9 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
         api=api,
         ranges=ranges,
         threads=labels,
+        capture_start_ns=cap_lo,
+        capture_end_ns=cap_hi,
+        profiler_overhead=overhead,
         tool_version=tool,
         command=command,
         notes=tuple(notes),

@@ -153,7 +153,10 @@ def test_graph_expectations_met(graph):
     lc = x["launch_count"]
     assert lc.met is True and lc.before == 2175 and lc.after == 29 and lc.target is None
     w = x["wall_ns"]
-    assert w.met is True and w.progress == pytest.approx(0.99, abs=0.01)
+    # the target keeps the kernels' own 2.04 ms plus GRAPH_KERNEL_GAP_NS per kernel (2.33 ms, never a gapless
+    # GPU); the graph capture measured 2.26 ms: reached, within 3% of the prediction
+    assert w.target == pytest.approx(2.33e6, rel=0.01) and w.after < w.target < 1.05 * w.after
+    assert w.met is True and w.progress == pytest.approx(1.0, abs=0.01)
 
 
 def test_graph_pair_from_pytorch_traces(samples_dir):

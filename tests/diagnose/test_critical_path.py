@@ -285,8 +285,8 @@ def test_path_sentences_name_the_syncs_and_the_host_work_on_the_path() -> None:
     sync = critical_paths(_sync_loop().timeline())
     text = path_sentence(sync, "sync_bound")
     assert text is not None
-    assert "waits for the GPU 1 times (cudaStreamSynchronize)" in text
-    assert "GPU work holds 55.6% of the step" in text  # 100 of 180 us
+    assert "waits for the GPU once (cudaStreamSynchronize)" in text
+    assert "GPU work on the path holds 55.6% of the step" in text  # 100 of 180 us
     assert "turnaround after each wait (waking, issuing the next work) 44.4%" in text  # 4 + 66 + 10 us
     hand = Loop()
     for s in range(N_STEPS):

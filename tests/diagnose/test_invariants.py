@@ -313,3 +313,174 @@ def test_the_checks_catch_what_they_check() -> None:
     assert _known(k, "dram__bytes_read.sum") and _known(k, "derived:dram_bytes")
     assert not _known(k, "dram__bytes.sum") and not _known(k, "sass:inst_executed")
     assert _same_up_to_scale(1.0, 1000.0) and not _same_up_to_scale(15.4, 16.5)
+
+
+# ============================================================================= timelines
+# Invariants over every timeline diagnosis of every capture we have (samples, the validation galleries, the
+# corpus): the rubric review's classes (docs/review/rubric_review.md) as checks on all files, not only the one
+# that showed each.
+TIMELINE_FOLDERS = (
+    REPO / "data" / "samples" / "timeline",
+    VALIDATION / "timeline" / "profiles",
+    VALIDATION / "heldout",
+    CORPUS / "pipit",
+    CORPUS / "HolisticTraceAnalysis",
+    CORPUS / "kineto",
+)
+_TRACE_SUFFIXES = (".sqlite", ".sqlite.gz", ".json.gz")
+
+
+def _timeline_files() -> list[tuple[str, Path | None, str]]:
+    out: list[tuple[str, Path | None, str]] = []
+    for folder in TIMELINE_FOLDERS:
+        if not folder.is_dir():
+            out.append((folder.name, None, f"no timelines at {folder}"))
+            continue
+        out += [(f"{folder.name}/{p.name}", p, "") for p in sorted(folder.iterdir()) if p.name.endswith(_TRACE_SUFFIXES)]
+    return out
+
+
+TIMELINES = _timeline_files()
+
+
+def _sqlite_span(path: Path) -> tuple[int, int] | None:
+    """First to last event of any kind in an nsys export, read with sqlite3 alone (as the gallery's measure.py
+    defines it): CUDA calls, GPU activity, synchronizations, NVTX ranges, library calls from start to end, OS
+    runtime calls by their start (a poll() begun inside the capture may end long after it). Nsight's own
+    PROFILER_OVERHEAD rows are not the program's."""
+    import gzip
+    import shutil
+    import sqlite3
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "x.sqlite"
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as src, open(db, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        else:
+            shutil.copyfile(path, db)
+        con = sqlite3.connect(db)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            lo: list[int] = []
+            hi: list[int] = []
+            for t in sorted(tables):
+                timed = t.startswith("CUPTI_ACTIVITY_KIND_") or t in (
+                    "NVTX_EVENTS", "OSRT_API", "CUDNN_EVENTS", "CUBLAS_EVENTS", "MPI_P2P_EVENTS",
+                    "MPI_COLLECTIVES_EVENTS",
+                )  # fmt: skip
+                cols = {r[1] for r in con.execute(f'PRAGMA table_info("{t}")')}
+                if not timed or not {"start", "end"} <= cols:
+                    continue
+                end = "start" if t == "OSRT_API" else '"end"'
+                row = con.execute(
+                    f'SELECT min(start), max({end}) FROM "{t}" WHERE start >= 0 AND "end" IS NOT NULL '
+                    f'AND "end" >= start AND "end" < {2**62}'
+                ).fetchone()
+                if row and row[0] is not None:
+                    lo.append(int(row[0]))
+                    hi.append(int(row[1]))
+        finally:
+            con.close()
+    return (min(lo), max(hi)) if lo else None
+
+
+def _kineto_span(path: Path) -> tuple[int, int] | None:
+    """First to last complete event (ph X) of a PyTorch profiler trace, the profiler's own span (cat Trace,
+    which may begin before anything happens) left out; in ns."""
+    import gzip
+    import json
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        evs = json.load(f).get("traceEvents", [])
+    xs = [
+        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
+        for e in evs
+        if e.get("ph") == "X" and "ts" in e and str(e.get("cat", "")).lower() != "trace"
+    ]
+    return (round(min(a for a, _ in xs) * 1e3), round(max(b for _, b in xs) * 1e3)) if xs else None
+
+
+_UNIT_NS = {"ns": 1.0, "µs": 1e3, "ms": 1e6, "s": 1e9}
+_CAPTURE_QUOTE = re.compile(r"of (?:the )?([\d.,]+) (ns|µs|ms|s) capture")
+
+
+@cache
+def _timeline_diagnosed(path: Path) -> tuple[object, tuple[Diagnosis, ...]]:
+    from kprof.diagnose.timeline import diagnose_timeline
+
+    tl = load(path)
+    return tl, tuple(diagnose_timeline(tl))
+
+
+def _timeline(path: Path | None, reason: str) -> tuple[object, tuple[Diagnosis, ...]]:
+    if path is None:
+        pytest.skip(reason)
+    return _timeline_diagnosed(path)
+
+
+def _texts(d: Diagnosis) -> list[str]:
+    return [d.headline, d.mechanism, d.fix or "", d.next_step or "", *(e.reference for e in d.evidence)] + [
+        f.headline for f in d.findings
+    ]
+
+
+@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in TIMELINES], ids=[i for i, _, _ in TIMELINES])
+def test_the_capture_quoted_is_the_span_of_all_events(path: Path | None, reason: str) -> None:
+    """"the X capture" is the first to last event of any kind (rubric review: 148 ms quoted for a 567 ms capture,
+    6.57 s for 11.57 s), computed here from the file without kprof."""
+    _, ds = _timeline(path, reason)
+    assert path is not None
+    span = _kineto_span(path) if ".json" in path.name else _sqlite_span(path)
+    quotes = [(float(v.replace(",", "")) * _UNIT_NS[u]) for d in ds for t in _texts(d) for v, u in _CAPTURE_QUOTE.findall(t)]
+    if span is None:
+        assert not quotes
+        return
+    wall = span[1] - span[0]
+    for q in quotes:  # 3 significant digits
+        assert abs(q - wall) <= 0.006 * wall, f"{path.name}: quoted a {q / 1e6:.4g} ms capture of {wall / 1e6:.4g} ms"
+
+
+_BUSY_WORDS = re.compile(r"rarely idle|never drains|rarely drains")
+_TORCH_WORDS = re.compile(r"torch|TORCHINDUCTOR|Triton|DataLoader|py-spy|non_blocking")
+
+
+@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in TIMELINES], ids=[i for i, _, _ in TIMELINES])
+def test_timeline_text_agrees_with_its_numbers(path: Path | None, reason: str) -> None:
+    """No expectation predicts its current value; "rarely idle" only at >= 80% GPU-busy; a launch-bound target
+    keeps the kernels' own time plus the GPU's gap between them (never a gapless GPU); times print in one unit
+    style (no "us"); every suggested nsys command comes from the command builder (kprof's capture flags); a
+    compiled CUDA program gets no PyTorch advice."""
+    from kprof.diagnose.timeline import timeline_metrics
+
+    tl, ds = _timeline(path, reason)
+    m = timeline_metrics(tl)  # type: ignore[arg-type]
+    command = getattr(tl, "command", "")
+    native = (
+        getattr(tl, "format", "") == "nsys"
+        and not re.match(r"^\S*python", command.split(" ", 1)[0].rsplit("/", 1)[-1] if command else "")
+        and not any("at::" in n for n in tl.kernels.names)  # type: ignore[attr-defined]
+    )
+    for i, d in enumerate(ds):
+        text = " ".join(_texts(d)) + " " + " ".join(x.describe() for x in d.expect)
+        for x in d.expect:
+            if x.target is not None and isinstance(x.value_now, int | float):
+                assert not _same(float(x.target), float(x.value_now)), f"{path}: {x.describe()}"
+        busy = next((e.value for e in d.evidence if e.metric == "gpu_busy_fraction"), None)
+        if _BUSY_WORDS.search(text):
+            assert isinstance(busy, int | float) and busy >= 100 * th.GPU_BOUND_BUSY_FRACTION, d.headline
+        if i == 0 and d.bottleneck is not None and d.bottleneck.value == "host_launch_bound" and m:
+            floor = m["gpu_busy_ns"] + m["kernel_count"] * th.GRAPH_KERNEL_GAP_NS
+            for x in d.expect:
+                if x.metric == "wall_ns" and x.target is not None:
+                    assert x.target >= min(floor, m["wall_ns"]) * 0.999, x.describe()
+                if x.metric == "gpu_busy_fraction" and x.target is not None:
+                    assert x.target <= m["gpu_busy_ns"] / min(floor, m["wall_ns"]) + 1e-3, x.describe()
+        assert not re.search(r"\d us\b", text), f"{path}: hand-built 'us' in {d.headline}"
+        for cmd in re.findall(r"nsys profile[^`]*", text):
+            assert "--cpuctxsw=" in cmd and " -t cuda,nvtx,osrt" in cmd, f"{path}: hand-written {cmd!r}"
+        if native:
+            advice = " ".join([d.fix or "", d.next_step or "", *(f.headline for f in d.findings)])
+            assert not _TORCH_WORDS.search(advice), f"{path}: PyTorch advice for {command!r}: {advice[:300]}"

@@ -210,11 +210,13 @@ def test_startup_bound() -> None:
     assert ds[0].bottleneck is Bottleneck.HOST_LAUNCH_BOUND
     f = next(f for f in ds[0].findings if f.bottleneck is Bottleneck.STARTUP_BOUND)
     assert f.share > 0.99 and "capture-range" in f.headline  # 500 ms of 500.5 ms
-    # three different kernels after it are not a loop: start-up leads, the steady state second
+    # three different kernels after it are not a loop: start-up leads, and three launches are too few for a
+    # verdict of their own (launch-bound is a rate: MIN_LAUNCHES_FOR_LAUNCH_BOUND); the first diagnosis's
+    # evidence says what the steady state holds
     kernels = [(*k[:3], i) for i, k in enumerate(kernels[:3])]
     ds = diagnose_timeline(tl_from(kernels, api[:4], names=("void a(int)", "void b(int)", "void c(int)")))
     assert ds[0].bottleneck is Bottleneck.STARTUP_BOUND
-    assert ds[1].subject.name == "steady state"
+    assert len(ds) == 1 and any(e.name == "steady state" for e in ds[0].evidence)
     assert "capture-range" in ds[0].next_step
 
 
@@ -264,7 +266,9 @@ def test_microsecond_gaps_matter() -> None:
 CORPUS_EXPECT = {
     "pipit/saxpy-mpi-cuda_nsys_perlmutter0.sqlite": ("host_compute_bound", "fix"),
     "pipit/perlmutter-cloverleaf-cuda.sqlite": ("gpu_bound", "healthy"),
-    "kineto/resnet50_num_workers_0.worker0.pt.trace.json.gz": ("gpu_bound", "healthy"),
+    # kernels 68% of the steady state, 23% of it idle in the single-process DataLoader: the kernels lead, and
+    # the recoverable idle time makes it a fix (rubric review, busy73_host_gaps class)
+    "kineto/resnet50_num_workers_0.worker0.pt.trace.json.gz": ("gpu_bound", "fix"),
     "HolisticTraceAnalysis/cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz": (
         None,
         "inconclusive",
