@@ -103,7 +103,9 @@ class _Entry:
     also: tuple[str, ...] = ()
 
 
-_TIMELINE = "kprof/diagnose/timeline.py"
+_TIMELINE = "kprof/diagnose/timeline/"
+_CLASSIFY = _TIMELINE + "classify.py"
+_CONTEXT = _TIMELINE + "context.py"
 _JOB = "kprof/diagnose/job.py"
 _RULES = "kprof/rules/kernel/"
 _RESOURCE = _RULES + "resource.py"
@@ -136,7 +138,8 @@ _ENTRIES: dict[str, _Entry] = {
             "TYPICAL_LAUNCH_OVERHEAD_NS",
             "MIN_FINDING_SHARE",
         ),
-        _TIMELINE,
+        _TIMELINE + "launch.py",
+        (_CLASSIFY, _CONTEXT),
     ),
     "host_compute_bound": _Entry(
         "timeline",
@@ -159,7 +162,8 @@ _ENTRIES: dict[str, _Entry] = {
             "MIN_ITERATIONS_FOR_WARMUP_DROP",
             "MIN_FINDING_SHARE",
         ),
-        _TIMELINE,
+        _TIMELINE + "host_compute.py",
+        (_CLASSIFY,),
     ),
     "sync_bound": _Entry(
         "timeline",
@@ -172,7 +176,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Remove the synchronization from the loop: keep values on the GPU, check them every N steps, or copy "
         "them asynchronously to pinned memory and read them one step later.",
         ("CLOCK_ALIGNMENT_SLACK_NS", "BLOCKING_COPY_SHARE", "GPU_BOUND_BUSY_FRACTION", "MIN_FINDING_SHARE"),
-        _TIMELINE,
+        _TIMELINE + "sync.py",
+        (_CLASSIFY, _CONTEXT),
     ),
     "transfer_bound": _Entry(
         "timeline",
@@ -190,7 +195,8 @@ _ENTRIES: dict[str, _Entry] = {
             "GPU_SHARE_OVER_CAUSE",
             "HOST_LINK_PEAK_BYTES_PER_S",
         ),
-        _TIMELINE,
+        _TIMELINE + "transfer.py",
+        (_CLASSIFY, _CONTEXT),
     ),
     "gpu_bound": _Entry(
         "timeline",
@@ -211,7 +217,8 @@ _ENTRIES: dict[str, _Entry] = {
             "DOMINANT_SHARE",
             "TOP_KERNELS",
         ),
-        _TIMELINE,
+        _TIMELINE + "gpu_bound.py",
+        (_CLASSIFY, _TIMELINE + "kernels.py"),
     ),
     "startup_bound": _Entry(
         "timeline",
@@ -231,7 +238,8 @@ _ENTRIES: dict[str, _Entry] = {
             "REPEATED_WORK_SHARE",
             "CONTEXT_CREATION_RATIO",
         ),
-        _TIMELINE,
+        _TIMELINE + "startup.py",
+        (_TIMELINE + "iterations.py", _CONTEXT),
     ),
     # ------------------------------------------------------------------ job
     "straggler": _Entry(

@@ -1,6 +1,6 @@
 """Every threshold kprof judges with, in one place, each with where its value comes from.
 
-Sections: timeline (kprof/diagnose/timeline.py), data validity (kprof/diagnose/validity.py), kernel
+Sections: timeline (kprof/diagnose/timeline/), data validity (kprof/diagnose/validity.py), kernel
 (kprof/facts/, kprof/rules/kernel/ and kprof/diagnose/sass.py), job (kprof/diagnose/job.py, many ranks) and compare
 (kprof/diagnose/compare.py).
 Change a value here and the rules follow; tests import these names rather than
@@ -10,7 +10,7 @@ repeating the numbers.
 from __future__ import annotations
 
 # ----------------------------------------------------------------------------- timeline
-# (owned by kprof/diagnose/timeline.py)
+# (owned by kprof/diagnose/timeline/)
 
 GPU_BOUND_BUSY_FRACTION = 0.80
 """At >= 80% GPU-busy time, removing *all* idle time would speed the program up by at most
