@@ -164,25 +164,30 @@ def _created_context(tl: Timeline, row: int) -> bool:
     return excess > th.CONTEXT_CREATION_RATIO * max(typical, 1.0)
 
 
-def _context(tl: Timeline) -> _Context:
-    gpu, per_dev = _gpu_work(tl)
-    api = tl.api
-    cat = api.category
-    # The capture's span: its first to last event of any kind. Kineto's own profiler span may start well
-    # before any event: measure from the events. An nsys export's host events that the loader does not
-    # model (OS runtime calls from the process's start, before any CUDA call) are in capture_start/end_ns.
+def _capture_span(tl: Timeline, gpu: _Gpu) -> tuple[int, int]:
+    """The capture's span: its first to last event of any kind."""
+    # Kineto's own profiler span may start well before any event: measure from the events. An nsys export's
+    # host events that the loader does not model (OS runtime calls from the process's start, before any CUDA
+    # call) are in capture_start/end_ns.
     lo_candidates = [gpu.lo]
     hi_candidates = [gpu.hi]
-    for t in (api, tl.ranges, tl.steps, tl.host_ops, tl.syncs):
+    for t in (tl.api, tl.ranges, tl.steps, tl.host_ops, tl.syncs):
         if len(t):
             lo_candidates.append(int(t.start_ns.min()))
             hi_candidates.append(int(t.end_ns.max()))
     if tl.format == "nsys":
         lo_candidates += [c for c in (tl.capture_start_ns,) if c is not None]
         hi_candidates += [c for c in (tl.capture_end_ns,) if c is not None]
-    cap_lo, cap_hi = min(lo_candidates), max(hi_candidates)
+    return min(lo_candidates), max(hi_candidates)
 
-    # blocking calls: syncs, synchronous copies, and async copies that returned only after their copy ended
+
+def _blocking(tl: Timeline) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], Pair]:
+    """Blocking calls: syncs, synchronous copies, and async copies that returned only after their copy ended.
+
+    Returns their mask over the API table, ``(starts, ends, is a wait for a transfer)`` in start order, and
+    their union."""
+    api = tl.api
+    cat = api.category
     blocking_mask = (cat == ApiCategory.SYNC) | (cat == ApiCategory.COPY_SYNC)
     copy_calls = np.flatnonzero((cat == ApiCategory.COPY_SYNC) | (cat == ApiCategory.COPY_ASYNC))
     transfer_wait_rows = np.zeros(0, np.int64)
@@ -207,8 +212,14 @@ def _context(tl: Timeline) -> _Context:
     border = bidx[np.argsort(api.start_ns[bidx], kind="stable")]
     blocking_calls = (api.start_ns[border], api.end_ns[border], np.isin(border, transfer_wait_rows))
     blocking = iv.union(api.start_ns[bidx], api.end_ns[bidx])
-    del bidx, border
+    return blocking_mask, blocking_calls, blocking
 
+
+def _startup_mask(tl: Timeline, gpu: _Gpu) -> tuple[np.ndarray, int, str]:
+    """Mask of the start-up calls, with the first call when it created the context: (mask, its duration, its
+    name), or 0 and "" when the capture does not hold that call."""
+    api = tl.api
+    cat = api.category
     startup_mask = cat == ApiCategory.STARTUP
     first_call_ns = 0
     context_call = ""
@@ -228,6 +239,141 @@ def _context(tl: Timeline) -> _Context:
             startup_mask[first] = True
             first_call_ns = int(api.end_ns[first] - api.start_ns[first])
             context_call = api_base_name(api.names[int(api.name_id[first])])
+    return startup_mask, first_call_ns, context_call
+
+
+def _teardown(tl: Timeline, work_m: np.ndarray) -> tuple[int, int]:
+    """(where teardown may begin, the teardown calls after it).
+
+    The end of the capture: after the last GPU work and the last call that issued or waited for it, calls
+    that only release what the run created (unload, destroy, free storms) are teardown."""
+    api = tl.api
+    cat = api.category
+    gpu_end = _all_gpu_end(tl)
+    # a sync issued after the last GPU work waits for nothing (teardown synchronizes too)
+    tail_m = work_m & ((cat != ApiCategory.SYNC) | (api.start_ns < gpu_end))
+    tail_lo = max(gpu_end, int(api.end_ns[tail_m].max()) if tail_m.any() else iv.NEG_INF)
+    del tail_m
+    n_teardown = 0
+    if len(api):
+        n_teardown = int(
+            np.count_nonzero(phases.teardown_mask(api.names, api.name_id) & (api.start_ns >= tail_lo))
+        )
+    return tail_lo, n_teardown
+
+
+@dataclass(slots=True)
+class _Steady:
+    """The steady state's window, why, and whether it holds repeated work (:func:`_steady_window`)."""
+
+    lo: int
+    hi: int
+    reason: str
+    its: _Iterations
+    repeated: bool
+    how: str
+
+
+def _steady_window(
+    tl: Timeline,
+    gpu: _Gpu,
+    api_index: _CorrIndex,
+    startup_calls: Pair,
+    work_m: np.ndarray,
+    span: tuple[int, int],
+    tail: tuple[int, int],
+) -> _Steady:
+    """The steady state: its iterations after warm-up, or, without marked iterations, the work between
+    start-up and teardown, narrowed to a loop found in the GPU work."""
+    cap_hi = span[1]
+    tail_lo, n_teardown = tail
+    its = _iterations(tl)
+    if len(its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+        steady_lo, steady_hi = _iteration_window(its, gpu, tl.api, api_index, startup_calls, cap_hi)
+        if n_teardown and steady_lo < tail_lo < steady_hi:
+            steady_hi = tail_lo
+        return _Steady(steady_lo, steady_hi, _steady_reason(its), its, True, f"{len(its)} {its.kind}s")
+    return _unmarked_steady(tl, gpu, api_index, startup_calls, work_m, span, tail, its)
+
+
+def _unmarked_steady(
+    tl: Timeline,
+    gpu: _Gpu,
+    api_index: _CorrIndex,
+    startup_calls: Pair,
+    work_m: np.ndarray,
+    span: tuple[int, int],
+    tail: tuple[int, int],
+    its: _Iterations,
+) -> _Steady:
+    """The steady state of a capture without marked iterations (see :func:`_steady_window`)."""
+    api = tl.api
+    cap_lo, cap_hi = span
+    tail_lo, n_teardown = tail
+    steady_lo, steady_hi, reason = cap_lo, cap_hi, "the whole capture"
+    started = False
+    if len(startup_calls[0]):
+        # the last start-up call issued before the bulk (median) of the GPU work; the steady state
+        # begins with the first call that gives the GPU work after it
+        mid = _median_start(gpu)
+        before = startup_calls[1][startup_calls[0] < mid]
+        if len(before):
+            end = max(cap_lo, int(before.max()))
+            steady_lo = _first_call_after(api, work_m, end)
+            started = True
+    # the end of the process: after the last GPU work and the last call that issued or waited for it
+    # (teardown calls, or the interpreter's exit, where nsys records no CUDA call at all)
+    # (an nsys capture runs to the process's exit; a PyTorch profiler trace ends when the profiler stops,
+    # so there the host time after the last GPU work is the profiled program's, unless it tears down)
+    ended = steady_lo < tail_lo < cap_hi and (n_teardown > 0 or tl.format == "nsys")
+    if ended:
+        steady_hi = tail_lo
+    run_lo, share, iter_starts, period = _loop_run(gpu, tl, api_index, steady_lo, steady_hi)
+    repeated = run_lo is not None
+    if run_lo is not None and run_lo > steady_lo:
+        # one-time GPU work before the loop (a warm-up pass, autotuning): the steady state is the loop
+        steady_lo = run_lo
+        started = True
+    how = (
+        f"{share:.0%} of its launches are of work that runs in each third of it"
+        if repeated
+        else "no run of the same kernels repeats"
+    )
+    if iter_starts is not None:
+        # the loop's own iterations, found by its period: their first ones are warm-up like a profiler
+        # step's (lazy loading and first-use work inside the loop's first launches); the run's launches
+        # before its first full period belong to the first iteration
+        iter_starts = iter_starts.copy()
+        iter_starts[0] = min(int(iter_starts[0]), steady_lo)
+        diffs = np.diff(iter_starts)
+        last_end = int(iter_starts[-1]) + int(np.median(diffs))
+        ends = np.concatenate((iter_starts[1:], [last_end]))
+        its = _Iterations(
+            (iter_starts, ends),
+            REPEATED_WORK,
+            tuple(f"iteration {j + 1}" for j in range(len(iter_starts))),
+            period_launches=period,
+        )
+        lo2, hi2 = _iteration_window(its, gpu, api, api_index, startup_calls, cap_hi)
+        steady_lo, steady_hi = max(steady_lo, lo2), min(steady_hi, max(hi2, lo2))
+        reason = _steady_reason(its)
+        how = f"{how}; it repeats every {period:,} launches"
+    elif started:
+        reason = "from the first GPU work of the loop after start-up to " + (
+            "the end of its GPU work" if ended else "the end of the capture"
+        )
+    elif ended:
+        reason = "the capture up to the end of its GPU work"
+    return _Steady(steady_lo, steady_hi, reason, its, repeated, how)
+
+
+def _context(tl: Timeline) -> _Context:
+    gpu, per_dev = _gpu_work(tl)
+    api = tl.api
+    cat = api.category
+    cap_lo, cap_hi = _capture_span(tl, gpu)
+    blocking_mask, blocking_calls, blocking = _blocking(tl)
+    startup_mask, first_call_ns, context_call = _startup_mask(tl, gpu)
     startup_api = iv.union(api.start_ns[startup_mask], api.end_ns[startup_mask])
     jit = _jit_ranges(tl)
     startup_calls = iv.union_many(startup_api, jit) if len(jit[0]) else startup_api
@@ -241,86 +387,11 @@ def _context(tl: Timeline) -> _Context:
     api_free = _api_free(api, launch_m, cap_lo, cap_hi)
     del launch_m
     api_index = _CorrIndex(api.correlation)
-
-    # the end of the capture: after the last GPU work and the last call that issued or waited for it,
-    # calls that only release what the run created (unload, destroy, free storms) are teardown
     work_m = np.isin(cat, _WORK_CATEGORIES)
-    gpu_end = _all_gpu_end(tl)
-    # a sync issued after the last GPU work waits for nothing (teardown synchronizes too)
-    tail_m = work_m & ((cat != ApiCategory.SYNC) | (api.start_ns < gpu_end))
-    tail_lo = max(gpu_end, int(api.end_ns[tail_m].max()) if tail_m.any() else iv.NEG_INF)
-    del tail_m
-    n_teardown = 0
-    if len(api):
-        n_teardown = int(
-            np.count_nonzero(phases.teardown_mask(api.names, api.name_id) & (api.start_ns >= tail_lo))
-        )
-
-    its = _iterations(tl)
-    steady_lo, steady_hi, reason = cap_lo, cap_hi, "the whole capture"
-    repeated, how = False, ""
-    if len(its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP:
-        steady_lo, steady_hi = _iteration_window(its, gpu, api, api_index, startup_calls, cap_hi)
-        if n_teardown and steady_lo < tail_lo < steady_hi:
-            steady_hi = tail_lo
-        reason = _steady_reason(its)
-        repeated, how = True, f"{len(its)} {its.kind}s"
-    else:
-        started = False
-        if len(startup_calls[0]):
-            # the last start-up call issued before the bulk (median) of the GPU work; the steady state
-            # begins with the first call that gives the GPU work after it
-            mid = _median_start(gpu)
-            before = startup_calls[1][startup_calls[0] < mid]
-            if len(before):
-                end = max(cap_lo, int(before.max()))
-                steady_lo = _first_call_after(api, work_m, end)
-                started = True
-        # the end of the process: after the last GPU work and the last call that issued or waited for it
-        # (teardown calls, or the interpreter's exit, where nsys records no CUDA call at all)
-        # (an nsys capture runs to the process's exit; a PyTorch profiler trace ends when the profiler stops,
-        # so there the host time after the last GPU work is the profiled program's, unless it tears down)
-        ended = steady_lo < tail_lo < cap_hi and (n_teardown > 0 or tl.format == "nsys")
-        if ended:
-            steady_hi = tail_lo
-        run_lo, share, iter_starts, period = _loop_run(gpu, tl, api_index, steady_lo, steady_hi)
-        repeated = run_lo is not None
-        if run_lo is not None and run_lo > steady_lo:
-            # one-time GPU work before the loop (a warm-up pass, autotuning): the steady state is the loop
-            steady_lo = run_lo
-            started = True
-        how = (
-            f"{share:.0%} of its launches are of work that runs in each third of it"
-            if repeated
-            else "no run of the same kernels repeats"
-        )
-        if iter_starts is not None:
-            # the loop's own iterations, found by its period: their first ones are warm-up like a profiler
-            # step's (lazy loading and first-use work inside the loop's first launches); the run's launches
-            # before its first full period belong to the first iteration
-            iter_starts = iter_starts.copy()
-            iter_starts[0] = min(int(iter_starts[0]), steady_lo)
-            diffs = np.diff(iter_starts)
-            last_end = int(iter_starts[-1]) + int(np.median(diffs))
-            ends = np.concatenate((iter_starts[1:], [last_end]))
-            its = _Iterations(
-                (iter_starts, ends),
-                REPEATED_WORK,
-                tuple(f"iteration {j + 1}" for j in range(len(iter_starts))),
-                period_launches=period,
-            )
-            lo2, hi2 = _iteration_window(its, gpu, api, api_index, startup_calls, cap_hi)
-            steady_lo, steady_hi = max(steady_lo, lo2), min(steady_hi, max(hi2, lo2))
-            reason = _steady_reason(its)
-            how = f"{how}; it repeats every {period:,} launches"
-        elif started:
-            reason = "from the first GPU work of the loop after start-up to " + (
-                "the end of its GPU work" if ended else "the end of the capture"
-            )
-        elif ended:
-            reason = "the capture up to the end of its GPU work"
+    tail_lo, n_teardown = _teardown(tl, work_m)
+    st = _steady_window(tl, gpu, api_index, startup_calls, work_m, (cap_lo, cap_hi), (tail_lo, n_teardown))
     del work_m
-    before_steady = (np.array([cap_lo], np.int64), np.array([max(cap_lo, steady_lo)], np.int64))
+    before_steady = (np.array([cap_lo], np.int64), np.array([max(cap_lo, st.lo)], np.int64))
     ctx = _Context(
         tl=tl,
         gpu=gpu,
@@ -333,18 +404,18 @@ def _context(tl: Timeline) -> _Context:
         host_ops=host_ops,
         capture_lo=cap_lo,
         capture_hi=cap_hi,
-        steady_lo=steady_lo,
-        steady_hi=steady_hi,
-        steady_reason=reason,
-        its=its,
+        steady_lo=st.lo,
+        steady_hi=st.hi,
+        steady_reason=st.reason,
+        its=st.its,
         api_free=api_free,
         startup_first_call_ns=first_call_ns,
         startup_api_ns=iv.total(iv.intersect(startup_api, before_steady)),
         jit_ns=iv.total(iv.intersect(jit, before_steady)) if len(jit[0]) else 0,
-        teardown_lo=max(steady_hi, steady_lo),
+        teardown_lo=max(st.hi, st.lo),
         teardown_calls=n_teardown,
-        repeated=repeated,
-        repeat_how=how,
+        repeated=st.repeated,
+        repeat_how=st.how,
         first_cuda_ns=min(gpu.lo, int(api.start_ns.min()) if len(api) else gpu.lo),
         context_call=context_call,
     )

@@ -16,6 +16,7 @@ from kprof.diagnose.timeline.rows import (
     Pair,
     _compact,
     _Distinct,
+    _Gpu,
     _in_windows,
     _median,
     _merged,
@@ -26,6 +27,7 @@ from kprof.timeline_model import (
     COPY_HTOD,
     MEM_PAGEABLE,
     HostOpTable,
+    Timeline,
 )
 
 _CAUSES = ("host", "sync", "copy", "startup", "device_wait", "unknown", "host_compute")
@@ -104,45 +106,40 @@ class _LaunchingOps:
         return None
 
 
-def _analyze(
-    ctx: _Context, windows: Pair, record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
-) -> _Window:
-    """Busy/idle stats and gap attribution within a union of windows, walking the tables in chunks.
+@dataclass(slots=True)
+class _GapTotals:
+    """What the walk over the GPU's idle gaps in a set of windows adds up (:func:`_walk_gaps`)."""
 
-    ``record``, when given, receives ``(starts, ends, cause codes)`` of the idle gaps (clipped to the
-    windows) chunk by chunk, the codes indexing :data:`_CAUSES`: what :func:`gap_causes` returns.
-    """
-    tl, g = ctx.tl, ctx.gpu
-    api = tl.api
-    ws, we = windows
-    wall = iv.total(windows)
-    has_host = tl.has_host_trace and len(api) > 0
-    bs, be, btw = ctx.blocking_calls
-    blocking_slack = (ctx.blocking[0], ctx.blocking[1] + th.CLOCK_ALIGNMENT_SLACK_NS)
-    cause_ix = {c: i for i, c in enumerate(_CAUSES)}
-    idle_by = dict.fromkeys(_CAUSES, 0)
-    hl = ho = hops = total_h = 0
-    idle_ns = gap_count = 0
-    interior: list[np.ndarray] = []
-    span_lo = int(ws[0]) if len(ws) else 0
-    span_hi = int(we[-1]) if len(we) else 0
-    launch_cur = iv.UnionCursor(ctx.launch_calls.chunks(with_cols=False))
-    busy_host = [p for p in (ctx.host_ops, ctx.other_api) if p.count]
-    other_cur = iv.UnionCursor(_merged(busy_host, with_cols=False)) if busy_host else None
-    ops_cur = iv.UnionCursor(ctx.host_ops.chunks(with_cols=False)) if ctx.host_ops.count else None
-    free_cur = iv.UnionCursor([ctx.api_free]) if len(ctx.api_free[0]) else None
-    dispatch = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
-    hc_s: list[np.ndarray] = []
-    hc_e: list[np.ndarray] = []
-    hostish = np.array([cause_ix["host"], cause_ix["sync"], cause_ix["copy"]], np.int8)
-    # ---- every idle gap of the GPU inside the windows, with the work that ends it
-    for gs_all, ge_all, next_corr in iv.gap_chunks(iv.union_chunks(g.stream()), 1):
-        gs, ge, src = iv.clip_to_windows(gs_all, ge_all, windows)
-        if len(gs) == 0:
-            continue
-        glen = ge - gs
-        rows = ctx.api_index.find(next_corr[src])
-        del src
+    idle_by: dict[str, int]
+    host_split: dict[str, int]
+    idle_ns: int
+    gap_count: int
+    mean_gap: float
+    median_gap: float | None
+    host_compute_gaps: Pair
+
+
+class _GapCoder:
+    """Gives each idle gap of a chunk the code (an index of :data:`_CAUSES`) of the cause that holds it."""
+
+    def __init__(self, ctx: _Context) -> None:
+        tl = ctx.tl
+        self.ctx = ctx
+        self.api = tl.api
+        self.has_host = tl.has_host_trace and len(self.api) > 0
+        self.bs, _be, self.btw = ctx.blocking_calls
+        self.blocking_slack = (ctx.blocking[0], ctx.blocking[1] + th.CLOCK_ALIGNMENT_SLACK_NS)
+        self.cause_ix = {c: i for i, c in enumerate(_CAUSES)}
+        self.free_cur = iv.UnionCursor([ctx.api_free]) if len(ctx.api_free[0]) else None
+        self.dispatch = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
+        self.hostish = np.array(
+            [self.cause_ix["host"], self.cause_ix["sync"], self.cause_ix["copy"]], np.int8
+        )
+
+    def codes(self, gs: np.ndarray, ge: np.ndarray, glen: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The cause codes of gaps ``[gs, ge)``, ``rows`` the API rows of the work that ends each (-1: none)."""
+        ctx, api, cause_ix = self.ctx, self.api, self.cause_ix
+        bs, btw = self.bs, self.btw
         known = rows >= 0
         launch_end = (
             np.where(known, api.end_ns[np.maximum(rows, 0)], 0) if len(api) else np.zeros(len(gs), np.int64)
@@ -155,7 +152,7 @@ def _analyze(
         del known, launch_end, queued_for
         # host blocked in a synchronizing call when the GPU went idle
         # (the latest-starting blocking call before the gap may be short; use the union for "inside")
-        block_ix = iv.containing(blocking_slack, gs)
+        block_ix = iv.containing(self.blocking_slack, gs)
         in_block = block_ix >= 0
         if len(bs):
             bi = np.searchsorted(bs, gs, side="right") - 1
@@ -177,29 +174,66 @@ def _analyze(
         c = np.full(len(gs), cause_ix["host"], np.int8)
         c[held & ~transfer] = cause_ix["sync"]
         c[held & transfer] = cause_ix["copy"]
-        if free_cur is not None:
-            # most of the gap in long stretches without any CUDA call: the host computed something else
-            # (even when the gap began in a sync or a copy: its length is the host's other work)
-            api_free = free_cur.overlap(gs, ge)
-            hc = np.isin(c, hostish) & (api_free * 2 > glen)
-            if hc.any() and dispatch is not None:
-                # time inside the operator that issues the work ending the gap is that operator's dispatch
-                # (PyTorch's first call of an op loads its kernels there; a CUDA graph would skip it all):
-                # only the stretches without CUDA calls before that operator began are other host work
-                for j in np.flatnonzero(hc & (rows >= 0)).tolist():
-                    r = int(rows[j])
-                    op_lo = dispatch.start_of(int(api.start_ns[r]), int(api.thread[r]))
-                    if op_lo is not None and op_lo < int(ge[j]):
-                        before = (np.array([gs[j]]), np.array([max(int(gs[j]), op_lo)]))
-                        if int(iv.per_interval_overlap(before, ctx.api_free)[0]) * 2 <= int(glen[j]):
-                            hc[j] = False
-            c[hc] = cause_ix["host_compute"]
-            del api_free, hc
-        del rows
+        if self.free_cur is not None:
+            c[self._host_compute(c, gs, ge, glen, rows)] = cause_ix["host_compute"]
         c[startup] = cause_ix["startup"]
         c[queued_before & ~in_block] = cause_ix["device_wait"]
-        if not has_host:
+        if not self.has_host:
             c[:] = cause_ix["unknown"]
+        return c
+
+    def _host_compute(
+        self, c: np.ndarray, gs: np.ndarray, ge: np.ndarray, glen: np.ndarray, rows: np.ndarray
+    ) -> np.ndarray:
+        """Mask of the host-ish gaps spent mostly in long stretches without any CUDA call: the host computed
+        something else (even when the gap began in a sync or a copy: its length is the host's other work)."""
+        assert self.free_cur is not None
+        api, dispatch = self.api, self.dispatch
+        api_free = self.free_cur.overlap(gs, ge)
+        hc = np.isin(c, self.hostish) & (api_free * 2 > glen)
+        if hc.any() and dispatch is not None:
+            # time inside the operator that issues the work ending the gap is that operator's dispatch
+            # (PyTorch's first call of an op loads its kernels there; a CUDA graph would skip it all):
+            # only the stretches without CUDA calls before that operator began are other host work
+            for j in np.flatnonzero(hc & (rows >= 0)).tolist():
+                r = int(rows[j])
+                op_lo = dispatch.start_of(int(api.start_ns[r]), int(api.thread[r]))
+                if op_lo is not None and op_lo < int(ge[j]):
+                    before = (np.array([gs[j]]), np.array([max(int(gs[j]), op_lo)]))
+                    if int(iv.per_interval_overlap(before, self.ctx.api_free)[0]) * 2 <= int(glen[j]):
+                        hc[j] = False
+        return hc
+
+
+def _walk_gaps(
+    ctx: _Context, windows: Pair, record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None
+) -> _GapTotals:
+    """Every idle gap of the GPU inside the windows, with the work that ends it, given its cause."""
+    g = ctx.gpu
+    ws, we = windows
+    coder = _GapCoder(ctx)
+    cause_ix = coder.cause_ix
+    idle_by = dict.fromkeys(_CAUSES, 0)
+    hl = ho = hops = total_h = 0
+    idle_ns = gap_count = 0
+    interior: list[np.ndarray] = []
+    span_lo = int(ws[0]) if len(ws) else 0
+    span_hi = int(we[-1]) if len(we) else 0
+    launch_cur = iv.UnionCursor(ctx.launch_calls.chunks(with_cols=False))
+    busy_host = [p for p in (ctx.host_ops, ctx.other_api) if p.count]
+    other_cur = iv.UnionCursor(_merged(busy_host, with_cols=False)) if busy_host else None
+    ops_cur = iv.UnionCursor(ctx.host_ops.chunks(with_cols=False)) if ctx.host_ops.count else None
+    hc_s: list[np.ndarray] = []
+    hc_e: list[np.ndarray] = []
+    for gs_all, ge_all, next_corr in iv.gap_chunks(iv.union_chunks(g.stream()), 1):
+        gs, ge, src = iv.clip_to_windows(gs_all, ge_all, windows)
+        if len(gs) == 0:
+            continue
+        glen = ge - gs
+        rows = ctx.api_index.find(next_corr[src])
+        del src
+        c = coder.codes(gs, ge, glen, rows)
+        del rows
         if record is not None:
             record.append((gs, ge, c))
         hcm = c == cause_ix["host_compute"]
@@ -232,8 +266,21 @@ def _analyze(
             "other CUDA calls": max(0, ho - hops),
             "untraced host time": max(0, total_h - hl - ho),
         }
-    busy_ns = wall - idle_ns
-    # ---- compute and copy time (only when the GPU did more than kernels and graphs)
+    return _GapTotals(
+        idle_by=idle_by,
+        host_split=host_split,
+        idle_ns=idle_ns,
+        gap_count=gap_count,
+        mean_gap=mean_gap,
+        median_gap=median_gap,
+        host_compute_gaps=(
+            (np.concatenate(hc_s).astype(np.int64), np.concatenate(hc_e).astype(np.int64)) if hc_s else _EMPTY
+        ),
+    )
+
+
+def _compute_and_copies(g: _Gpu, windows: Pair, busy_ns: int) -> tuple[int, int, int]:
+    """(compute, copy, exposed copy) time: only when the GPU did more than kernels and graphs."""
     compute_ns, copy_ns, exposed_copy = busy_ns, 0, 0
     if g.has(1, 2):
         compute_ns = _union_total(g.stream((0, 3), False), windows) if g.has(0, 3) else 0
@@ -241,7 +288,11 @@ def _analyze(
             copy_ns = _union_total(g.stream((1,), False), windows)
             # copy time not under compute: |copies or compute| - |compute|
             exposed_copy = _union_total(g.stream((0, 1, 3), False), windows) - compute_ns
-    # ---- kernels in the windows
+    return compute_ns, copy_ns, int(exposed_copy)
+
+
+def _kernel_stats(g: _Gpu, windows: Pair) -> tuple[int, float | None]:
+    """(kernels in the windows, median kernel or graph duration)."""
     kernel_count = 0
     kd: list[np.ndarray] = []
     for kind in (0, 3):
@@ -251,8 +302,11 @@ def _analyze(
                 if kind == 0:
                     kernel_count += int(np.count_nonzero(m))
                 kd.append(_compact((ch[1] - ch[0])[m]))
-    median_kernel = _median(kd)
-    # ---- launch calls in the windows: distinct launches, call durations, intervals between them
+    return kernel_count, _median(kd)
+
+
+def _launch_stats(ctx: _Context, windows: Pair) -> tuple[int, float | None, float | None]:
+    """Launch calls in the windows: (distinct launches, median call duration, median interval between calls)."""
     lc = ctx.launch_calls
     distinct = _Distinct(int(lc.cols[0].max()) if lc.count else -1)
     lcalls: list[np.ndarray] = []
@@ -277,35 +331,58 @@ def _analyze(
                 lgaps.append(_compact(np.diff(np.concatenate((prev, s)))))
                 prev = s[-1:]
         launch_interval = _median(lgaps)
+    return launch_count, median_call, launch_interval
+
+
+def _copy_bytes(tl: Timeline, device: int, windows: Pair) -> tuple[int, int, int, int, int]:
+    """(pageable bytes, pageable copy time, bytes, host-to-device bytes, device-to-host bytes) of the copies."""
+    cp = tl.copies
+    if not len(cp):
+        return 0, 0, 0, 0, 0
+    cm = (cp.device == device) & _in_windows(cp.start_ns, windows)
+    hk = cp.host_kind()
+    pm = cm & (hk == MEM_PAGEABLE)
+    pageable_bytes = int(cp.bytes[pm].sum())
+    pageable_ns = int(np.maximum(cp.end_ns[pm] - cp.start_ns[pm], 0).sum())  # inverted records count 0
+    copy_bytes = int(cp.bytes[cm].sum())
+    h2d_bytes = int(cp.bytes[cm & np.isin(cp.direction, (COPY_HTOD, 11))].sum())
+    d2h_bytes = int(cp.bytes[cm & np.isin(cp.direction, (COPY_DTOH, 12))].sum())
+    return pageable_bytes, pageable_ns, copy_bytes, h2d_bytes, d2h_bytes
+
+
+def _analyze(
+    ctx: _Context, windows: Pair, record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+) -> _Window:
+    """Busy/idle stats and gap attribution within a union of windows, walking the tables in chunks.
+
+    ``record``, when given, receives ``(starts, ends, cause codes)`` of the idle gaps (clipped to the
+    windows) chunk by chunk, the codes indexing :data:`_CAUSES`: what :func:`gap_causes` returns.
+    """
+    tl, g = ctx.tl, ctx.gpu
+    ws, we = windows
+    wall = iv.total(windows)
+    bs, be, _btw = ctx.blocking_calls
+    gaps = _walk_gaps(ctx, windows, record)
+    busy_ns = wall - gaps.idle_ns
+    compute_ns, copy_ns, exposed_copy = _compute_and_copies(g, windows, busy_ns)
+    kernel_count, median_kernel = _kernel_stats(g, windows)
+    launch_count, median_call, launch_interval = _launch_stats(ctx, windows)
     b_in = _in_windows(bs, windows) if len(bs) else np.zeros(0, bool)
     sync_count = int(np.count_nonzero(b_in))
     sync_wait = iv.total(iv.intersect(iv.union(bs[b_in], be[b_in]), windows)) if sync_count else 0
-    cp = tl.copies
-    pageable_bytes = 0
-    pageable_ns = 0
-    copy_bytes = 0
-    h2d_bytes = d2h_bytes = 0
-    if len(cp):
-        cm = (cp.device == g.device) & _in_windows(cp.start_ns, windows)
-        hk = cp.host_kind()
-        pm = cm & (hk == MEM_PAGEABLE)
-        pageable_bytes = int(cp.bytes[pm].sum())
-        pageable_ns = int(np.maximum(cp.end_ns[pm] - cp.start_ns[pm], 0).sum())  # inverted records count 0
-        copy_bytes = int(cp.bytes[cm].sum())
-        h2d_bytes = int(cp.bytes[cm & np.isin(cp.direction, (COPY_HTOD, 11))].sum())
-        d2h_bytes = int(cp.bytes[cm & np.isin(cp.direction, (COPY_DTOH, 12))].sum())
+    pageable_bytes, pageable_ns, copy_bytes, h2d_bytes, d2h_bytes = _copy_bytes(tl, g.device, windows)
     return _Window(
-        lo=span_lo,
-        hi=span_hi,
+        lo=int(ws[0]) if len(ws) else 0,
+        hi=int(we[-1]) if len(we) else 0,
         wall_ns=wall,
         busy_ns=busy_ns,
         compute_ns=compute_ns,
         copy_ns=copy_ns,
-        exposed_copy_ns=int(exposed_copy),
-        idle_ns=idle_ns,
-        gap_count=gap_count,
-        idle_by_cause=idle_by,
-        host_split=host_split,
+        exposed_copy_ns=exposed_copy,
+        idle_ns=gaps.idle_ns,
+        gap_count=gaps.gap_count,
+        idle_by_cause=gaps.idle_by,
+        host_split=gaps.host_split,
         kernel_count=kernel_count,
         launch_count=launch_count,
         sync_count=sync_count,
@@ -315,13 +392,11 @@ def _analyze(
         copy_bytes=copy_bytes,
         h2d_bytes=h2d_bytes,
         d2h_bytes=d2h_bytes,
-        host_compute_gaps=(
-            (np.concatenate(hc_s).astype(np.int64), np.concatenate(hc_e).astype(np.int64)) if hc_s else _EMPTY
-        ),
+        host_compute_gaps=gaps.host_compute_gaps,
         median_kernel_ns=median_kernel or 0.0,
         median_launch_call_ns=median_call,
-        median_gap_ns=median_gap or 0.0,
-        mean_gap_ns=mean_gap,
+        median_gap_ns=gaps.median_gap or 0.0,
+        mean_gap_ns=gaps.mean_gap,
         launch_interval_ns=launch_interval,
     )
 

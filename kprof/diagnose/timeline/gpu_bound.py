@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass
 
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
@@ -12,7 +13,7 @@ from kprof.diagnose.timeline.covers import _host_compute_fix, _named_cover
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _steady, _Window
-from kprof.diagnose.timeline.kernels import _comm_evidence, _comm_finding, _ncu_commands
+from kprof.diagnose.timeline.kernels import _Comm, _comm_evidence, _comm_finding, _ncu_commands
 from kprof.diagnose.timeline.sync import _sync_fix
 from kprof.diagnose.timeline.words import PYTHON, PYTORCH, _language, _ms, _pct
 from kprof.model import (
@@ -128,15 +129,22 @@ def _idle_cause_text(ctx: _Context, w: _Window, cause: str) -> tuple[str, str, s
     )
 
 
-def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
-    ev_k, cmds, tops, comm = _ncu_commands(ctx, w)
-    graph_ns = (
-        iv.total(iv.intersect(iv.union(ctx.tl.graphs.start_ns, ctx.tl.graphs.end_ns), _steady(ctx)))
-        if len(ctx.tl.graphs)
-        else 0
-    )
-    # the largest cause of idle time, and whether removing it is worth a fix (the kernels lead below
-    # GPU_BOUND_BUSY_FRACTION only by holding more than half of the wall and twice that cause)
+@dataclass(slots=True)
+class _Recoverable:
+    """The largest cause of the GPU's idle time and, when removing it is worth a fix, its words."""
+
+    cause: str
+    ns: int
+    recover: bool
+    what: str = ""
+    fix: str = ""
+    metric: str = ""
+    label: str = ""
+
+
+def _recoverable(ctx: _Context, w: _Window) -> _Recoverable:
+    """The largest cause of idle time, and whether removing it is worth a fix (the kernels lead below
+    GPU_BOUND_BUSY_FRACTION only by holding more than half of the wall and twice that cause)."""
     idle = {k: v for k, v in w.idle_by_cause.items() if k not in ("device_wait", "unknown")}
     cause = max(idle, key=lambda k: idle[k]) if idle else ""
     cause_ns = idle.get(cause, 0)
@@ -144,6 +152,15 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         w.busy_fraction < th.GPU_BOUND_BUSY_FRACTION
         and cause_ns >= th.GPU_BOUND_RECOVERABLE_SHARE * max(w.wall_ns, 1)
     )
+    r = _Recoverable(cause, cause_ns, recover)
+    if recover:
+        r.what, r.fix, r.metric, r.label = _idle_cause_text(ctx, w, cause)
+    return r
+
+
+def _gpu_evidence(w: _Window, r: _Recoverable, graph_share: float, comm: _Comm) -> list[Evidence]:
+    """Busy fraction, graph share, NCCL share and the recoverable idle time (the kernels' evidence follows)."""
+    cause_ns = r.ns
     if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION:
         busy_ev = _busy_evidence(w)
     else:
@@ -155,7 +172,6 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
             "idle cause",
         )
     evidence = [busy_ev]
-    graph_share = graph_ns / max(w.busy_ns, 1)
     if graph_share >= th.MIN_FINDING_SHARE:
         evidence.append(
             Evidence(
@@ -167,20 +183,23 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         )
     if comm.ns > 0:
         evidence.append(_comm_evidence(comm))
-    cause_what = cause_fix = cause_metric = cause_label = ""
-    if recover:
-        cause_what, cause_fix, cause_metric, cause_label = _idle_cause_text(ctx, w, cause)
+    if r.recover:
         evidence.append(
             Evidence(
-                name=f"GPU idle while {cause_what.split(' without')[0]}",
+                name=f"GPU idle while {r.what.split(' without')[0]}",
                 value=round(cause_ns / 1e6, 3),
                 unit="ms",
                 reference=f"{_pct(cause_ns / max(w.wall_ns, 1))} of {w.scope}, {_pct(cause_ns / max(w.idle_ns, 1))} "
                 "of its idle time: recoverable",
-                metric=cause_metric if cause_metric == "host_compute_idle_ns" else None,
+                metric=r.metric if r.metric == "host_compute_idle_ns" else None,
             )
         )
-    evidence += ev_k[:2]
+    return evidence
+
+
+def _gpu_headline(
+    w: _Window, r: _Recoverable, tops: list[tuple[str, float, str]], comm: _Comm, graph_share: float
+) -> str:
     if tops:
         name, share, _ = tops[0]
         head_k = f"; the top kernel ({name}) holds {_pct(share)} of it"
@@ -195,17 +214,19 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         head_k = ""
     if graph_share >= th.DOMINANT_SHARE:
         head_k = f"; {_pct(graph_share)} of it is CUDA-graph replay"
-    if recover:
-        headline = (
+    if r.recover:
+        return (
             f"GPU-bound, with time to recover: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} "
-            f"({_ms(w.busy_ns)} of {_ms(w.wall_ns)}){head_k}, but it idles {_pct(cause_ns / max(w.wall_ns, 1))} of "
-            f"it ({_ms(cause_ns)}) while {cause_what.split(' without')[0]}."
+            f"({_ms(w.busy_ns)} of {_ms(w.wall_ns)}){head_k}, but it idles {_pct(r.ns / max(w.wall_ns, 1))} of "
+            f"it ({_ms(r.ns)}) while {r.what.split(' without')[0]}."
         )
-    else:
-        headline = (
-            f"GPU-bound: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} of "
-            f"{_ms(w.wall_ns)}){head_k}."
-        )
+    return (
+        f"GPU-bound: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} of "
+        f"{_ms(w.wall_ns)}){head_k}."
+    )
+
+
+def _gpu_next_step(ctx: _Context, cmds: list[str], graph_share: float, comm: _Comm) -> str:
     nxt_parts = []
     if cmds:
         nxt_parts.append(
@@ -225,88 +246,106 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
             f"Capture kernel-level detail: `{_nsys(ctx, 'nodes', graph_nodes=True)}`, then ncu on the largest "
             "kernels."
         )
+    return " ".join(nxt_parts)
+
+
+def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectation]]:
+    """(mechanism, fix, expect) of a GPU-bound steady state whose queue drains for a recoverable cause."""
+    cause_ns = r.ns
+    wall_after = max(w.busy_ns, w.wall_ns - cause_ns)
+    idle_left = max(0, w.idle_ns - cause_ns)
+    mech = (
+        f"The kernels hold most of {w.scope}, but its GPU queue drains: for {_ms(cause_ns)} "
+        f"({_pct(cause_ns / max(w.wall_ns, 1))} of the wall, {_pct(cause_ns / max(w.idle_ns, 1))} of the idle "
+        f"time) the GPU had no work because {r.what}. That time adds to the kernels' time instead of "
+        "overlapping it."
+    )
+    fix = (
+        f"{r.fix} That recovers up to {_ms(cause_ns)} of the {_ms(w.wall_ns)} "
+        f"({_fmt(w.wall_ns / max(wall_after, 1))}x at most). The kernels themselves come next: their profile "
+        "(next step) says what limits them."
+    )
+    expect = [
+        Expectation(
+            metric=r.metric,
+            direction=Direction.DOWN,
+            value_now=cause_ns if r.metric == "host_compute_idle_ns" else w.idle_ns,
+            target=0 if r.metric == "host_compute_idle_ns" else idle_left,
+            unit="ns",
+            label=r.label,
+        ),
+        Expectation(
+            metric="gpu_busy_fraction",
+            direction=Direction.UP,
+            value_now=round(w.busy_fraction, 4),
+            target=round(w.busy_ns / max(wall_after, 1), 3),
+            label="GPU-busy fraction (without that idle time)",
+        ),
+        Expectation(
+            metric="wall_ns",
+            direction=Direction.DOWN,
+            value_now=w.wall_ns,
+            unit="ns",
+            target=wall_after,
+            label="steady-state wall time (without that idle time)",
+        ),
+    ]
+    return mech, fix, expect
+
+
+def _healthy_words(
+    ctx: _Context, w: _Window, tops: list[tuple[str, float, str]]
+) -> tuple[str, str, list[Expectation]]:
+    """(mechanism, fix, expect) of a GPU-bound steady state with nothing to recover at the timeline level."""
+    mech = (
+        "The host enqueues work faster than the GPU executes it, so the queue rarely drains and the GPU runs "
+        "back to back; the wall time is the sum of the kernels' durations."
+        if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION
+        else f"The kernels hold most of {w.scope}; its idle time ({_pct(1 - w.busy_fraction)}) is spread over "
+        f"causes none of which holds {_pct(th.GPU_BOUND_RECOVERABLE_SHARE)} of the wall."
+    )
+    fix = _gpu_bound_fix(ctx, w, tops)
+    # The timeline predicts no number here: how much a kernel fix saves is the kernel diagnosis's
+    # to say (its own expect). What it does predict is that wall time falls with GPU-busy time.
+    expect = [
+        Expectation(
+            metric="gpu_busy_ns",
+            direction=Direction.DOWN,
+            value_now=w.busy_ns,
+            unit="ns",
+            label="GPU-busy time (kernel work)",
+        ),
+        Expectation(
+            metric="wall_ns",
+            direction=Direction.DOWN,
+            value_now=w.wall_ns,
+            unit="ns",
+            label="steady-state wall time (falls with GPU-busy time)",
+        ),
+    ]
+    return mech, fix, expect
+
+
+def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
+    ev_k, cmds, tops, comm = _ncu_commands(ctx, w)
+    graph_ns = (
+        iv.total(iv.intersect(iv.union(ctx.tl.graphs.start_ns, ctx.tl.graphs.end_ns), _steady(ctx)))
+        if len(ctx.tl.graphs)
+        else 0
+    )
+    r = _recoverable(ctx, w)
+    graph_share = graph_ns / max(w.busy_ns, 1)
+    evidence = _gpu_evidence(w, r, graph_share, comm) + ev_k[:2]
     findings = _findings(ctx, w, Bottleneck.GPU_BOUND)
     if comm.share >= th.MIN_FINDING_SHARE:
         findings.append(_comm_finding(comm))
         findings.sort(key=lambda f: -(f.share or 0))
-    expect: list[Expectation] = []
-    if recover:
-        wall_after = max(w.busy_ns, w.wall_ns - cause_ns)
-        idle_left = max(0, w.idle_ns - cause_ns)
-        mech = (
-            f"The kernels hold most of {w.scope}, but its GPU queue drains: for {_ms(cause_ns)} "
-            f"({_pct(cause_ns / max(w.wall_ns, 1))} of the wall, {_pct(cause_ns / max(w.idle_ns, 1))} of the idle "
-            f"time) the GPU had no work because {cause_what}. That time adds to the kernels' time instead of "
-            "overlapping it."
-        )
-        fix = (
-            f"{cause_fix} That recovers up to {_ms(cause_ns)} of the {_ms(w.wall_ns)} "
-            f"({_fmt(w.wall_ns / max(wall_after, 1))}x at most). The kernels themselves come next: their profile "
-            "(next step) says what limits them."
-        )
-        expect.append(
-            Expectation(
-                metric=cause_metric,
-                direction=Direction.DOWN,
-                value_now=cause_ns if cause_metric == "host_compute_idle_ns" else w.idle_ns,
-                target=0 if cause_metric == "host_compute_idle_ns" else idle_left,
-                unit="ns",
-                label=cause_label,
-            )
-        )
-        expect.append(
-            Expectation(
-                metric="gpu_busy_fraction",
-                direction=Direction.UP,
-                value_now=round(w.busy_fraction, 4),
-                target=round(w.busy_ns / max(wall_after, 1), 3),
-                label="GPU-busy fraction (without that idle time)",
-            )
-        )
-        expect.append(
-            Expectation(
-                metric="wall_ns",
-                direction=Direction.DOWN,
-                value_now=w.wall_ns,
-                unit="ns",
-                target=wall_after,
-                label="steady-state wall time (without that idle time)",
-            )
-        )
-        verdict = Verdict.FIX
-    else:
-        mech = (
-            "The host enqueues work faster than the GPU executes it, so the queue rarely drains and the GPU runs "
-            "back to back; the wall time is the sum of the kernels' durations."
-            if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION
-            else f"The kernels hold most of {w.scope}; its idle time ({_pct(1 - w.busy_fraction)}) is spread over "
-            f"causes none of which holds {_pct(th.GPU_BOUND_RECOVERABLE_SHARE)} of the wall."
-        )
-        fix = _gpu_bound_fix(ctx, w, tops)
-        # The timeline predicts no number here: how much a kernel fix saves is the kernel diagnosis's
-        # to say (its own expect). What it does predict is that wall time falls with GPU-busy time.
-        expect += [
-            Expectation(
-                metric="gpu_busy_ns",
-                direction=Direction.DOWN,
-                value_now=w.busy_ns,
-                unit="ns",
-                label="GPU-busy time (kernel work)",
-            ),
-            Expectation(
-                metric="wall_ns",
-                direction=Direction.DOWN,
-                value_now=w.wall_ns,
-                unit="ns",
-                label="steady-state wall time (falls with GPU-busy time)",
-            ),
-        ]
-        verdict = Verdict.HEALTHY
+    mech, fix, expect = _recover_words(w, r) if r.recover else _healthy_words(ctx, w, tops)
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.GPU_BOUND,
-        verdict=verdict,
-        headline=headline,
+        verdict=Verdict.FIX if r.recover else Verdict.HEALTHY,
+        headline=_gpu_headline(w, r, tops, comm, graph_share),
         evidence=tuple(evidence[:3]),
         mechanism=mech,
         fix=fix,
@@ -317,6 +356,6 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
             True,
             "an Nsight Compute profile of the top kernels (next step)",
         ),
-        next_step=" ".join(nxt_parts),
+        next_step=_gpu_next_step(ctx, cmds, graph_share, comm),
         findings=tuple(findings),
     )

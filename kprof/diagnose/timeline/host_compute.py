@@ -6,7 +6,7 @@ import numpy as np
 
 from kprof import thresholds as th
 from kprof.diagnose.timeline.context import _Context
-from kprof.diagnose.timeline.covers import _host_compute_fix, _named_cover
+from kprof.diagnose.timeline.covers import _Cover, _host_compute_fix, _named_cover
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _host_sampling, _recapture
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _Window
@@ -23,15 +23,10 @@ from kprof.model import (
 )
 
 
-def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
-    """The GPU waits while the host does something other than issue GPU work (no CUDA call for >= 1 ms)."""
-    hc = w.idle_by_cause.get("host_compute", 0)
+def _host_compute_evidence(w: _Window, hc: int, top: _Cover | None) -> list[Evidence]:
     gs, ge = w.host_compute_gaps
     n = len(gs)
     median_gap = float(np.median(ge - gs)) if n else 0.0
-    top = _named_cover(ctx, w)
-    what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
-    traced = top is not None
     ev = [
         _busy_evidence(w),
         Evidence(
@@ -64,6 +59,11 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
                 reference="no CPU operator, annotated range or OS runtime call covers these gaps",
             )
         )
+    return ev
+
+
+def _host_compute_words(w: _Window, hc: int, n: int, top: _Cover | None, what: str) -> tuple[str, str]:
+    """(headline, mechanism)."""
     by = (
         f" while it ran the {top.kind} {_clip_name(top.name, 70)}"
         if top is not None
@@ -82,7 +82,46 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     )
     if top is not None:
         mech += f" The {top.kind} {_clip_name(top.name, 70)} covers {_pct(top.covered_ns / max(hc, 1))} of this idle time."
+    return headline, mech
+
+
+def _host_compute_expect(w: _Window, hc: int) -> tuple[Expectation, ...]:
     wall_after = max(w.busy_ns, w.wall_ns - hc)
+    return (
+        Expectation(
+            metric="host_compute_idle_ns",
+            direction=Direction.DOWN,
+            value_now=hc,
+            target=0,
+            unit="ns",
+            label="GPU idle time while the host makes no CUDA call",
+        ),
+        Expectation(
+            metric="gpu_busy_fraction",
+            direction=Direction.UP,
+            value_now=round(w.busy_fraction, 4),
+            target=round(w.busy_ns / max(wall_after, 1), 3),
+            label="GPU-busy fraction (without the host-compute idle time)",
+        ),
+        Expectation(
+            metric="wall_ns",
+            direction=Direction.DOWN,
+            value_now=w.wall_ns,
+            unit="ns",
+            target=wall_after,
+            label="steady-state wall time (without the host-compute idle time)",
+        ),
+    )
+
+
+def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    """The GPU waits while the host does something other than issue GPU work (no CUDA call for >= 1 ms)."""
+    hc = w.idle_by_cause.get("host_compute", 0)
+    n = len(w.host_compute_gaps[0])
+    top = _named_cover(ctx, w)
+    what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
+    traced = top is not None
+    headline, mech = _host_compute_words(w, hc, n, top, what)
     # a loop that waits on its host work does so every iteration; one or two such gaps are one-time work
     # or too little to tell
     few = n < th.MIN_ITERATIONS_FOR_WARMUP_DROP
@@ -92,34 +131,10 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
         bottleneck=Bottleneck.HOST_COMPUTE_BOUND,
         verdict=Verdict.INCONCLUSIVE if few else Verdict.FIX,
         headline=headline,
-        evidence=tuple(ev),
+        evidence=tuple(_host_compute_evidence(w, hc, top)),
         mechanism=mech,
         fix=fix,
-        expect=(
-            Expectation(
-                metric="host_compute_idle_ns",
-                direction=Direction.DOWN,
-                value_now=hc,
-                target=0,
-                unit="ns",
-                label="GPU idle time while the host makes no CUDA call",
-            ),
-            Expectation(
-                metric="gpu_busy_fraction",
-                direction=Direction.UP,
-                value_now=round(w.busy_fraction, 4),
-                target=round(w.busy_ns / max(wall_after, 1), 3),
-                label="GPU-busy fraction (without the host-compute idle time)",
-            ),
-            Expectation(
-                metric="wall_ns",
-                direction=Direction.DOWN,
-                value_now=w.wall_ns,
-                unit="ns",
-                target=wall_after,
-                label="steady-state wall time (without the host-compute idle time)",
-            ),
-        ),
+        expect=_host_compute_expect(w, hc),
         confidence=_confidence(
             share if traced else min(share, 0.7),
             w,

@@ -54,8 +54,7 @@ def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
     return f"it launches {len(sid):,} kernels, most of them {top}"
 
 
-def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
-    host_idle = w.idle_by_cause.get("host", 0)
+def _launch_evidence(w: _Window) -> list[Evidence]:
     launch_call = w.median_launch_call_ns
     ev = [
         _busy_evidence(w),
@@ -71,8 +70,6 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
             metric="mean_gap_ns",
         ),
     ]
-    split = w.host_split
-    biggest = max(split.items(), key=lambda kv: kv[1]) if split else ("", 0)
     if w.launch_interval_ns:
         ev.append(
             Evidence(
@@ -84,6 +81,14 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
                 reference_value=round(w.median_kernel_ns / 1e3, 3),
             )
         )
+    return ev
+
+
+def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
+    """(headline, mechanism, fix) of a launch-bound steady state, the fix in the program's language."""
+    host_idle = w.idle_by_cause.get("host", 0)
+    split = w.host_split
+    biggest = max(split.items(), key=lambda kv: kv[1]) if split else ("", 0)
     per_launch = w.launch_interval_ns or 0
     n = w.kernel_count
     headline = (
@@ -121,43 +126,53 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
             "chains (torch.compile; a foreach/fused optimizer: torch.optim.SGD(foreach=True) or fused=True), or "
             "batch more work per launch."
         )
-    # what the mechanism predicts: the host-caused idle time goes, the GPU work stays, and even a CUDA graph
-    # spaces its kernels by the GPU's own gap (GRAPH_KERNEL_GAP_NS): never a gapless GPU
-    floor = min(w.wall_ns, w.busy_ns + n * th.GRAPH_KERNEL_GAP_NS)
+    return headline, mech, fix
+
+
+def _launch_expect(w: _Window) -> tuple[Expectation, ...]:
+    """What the mechanism predicts: the host-caused idle time goes, the GPU work stays, and even a CUDA graph
+    spaces its kernels by the GPU's own gap (GRAPH_KERNEL_GAP_NS): never a gapless GPU."""
+    host_idle = w.idle_by_cause.get("host", 0)
+    floor = min(w.wall_ns, w.busy_ns + w.kernel_count * th.GRAPH_KERNEL_GAP_NS)
     wall_after = max(floor, w.wall_ns - host_idle)
+    return (
+        Expectation(
+            metric="gpu_busy_fraction",
+            direction=Direction.UP,
+            value_now=round(w.busy_fraction, 4),
+            target=round(w.busy_ns / max(wall_after, 1), 3),
+            label="GPU-busy fraction (without the host-caused idle time; kernels still "
+            f"{_ms(th.GRAPH_KERNEL_GAP_NS)} apart, as in a CUDA graph)",
+        ),
+        Expectation(
+            metric="launch_count",
+            direction=Direction.DOWN,
+            value_now=w.launch_count,
+            label="launch calls in the steady state",
+        ),
+        Expectation(
+            metric="wall_ns",
+            direction=Direction.DOWN,
+            value_now=w.wall_ns,
+            unit="ns",
+            target=wall_after,
+            label="steady-state wall time (the kernels' own time plus "
+            f"{_ms(th.GRAPH_KERNEL_GAP_NS)} between them, instead of the host-caused idle time)",
+        ),
+    )
+
+
+def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    headline, mech, fix = _launch_words(ctx, w)
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.HOST_LAUNCH_BOUND,
         verdict=Verdict.FIX,
         headline=headline,
-        evidence=tuple(ev[:3]),
+        evidence=tuple(_launch_evidence(w)[:3]),
         mechanism=mech,
         fix=fix,
-        expect=(
-            Expectation(
-                metric="gpu_busy_fraction",
-                direction=Direction.UP,
-                value_now=round(w.busy_fraction, 4),
-                target=round(w.busy_ns / max(wall_after, 1), 3),
-                label="GPU-busy fraction (without the host-caused idle time; kernels still "
-                f"{_ms(th.GRAPH_KERNEL_GAP_NS)} apart, as in a CUDA graph)",
-            ),
-            Expectation(
-                metric="launch_count",
-                direction=Direction.DOWN,
-                value_now=w.launch_count,
-                label="launch calls in the steady state",
-            ),
-            Expectation(
-                metric="wall_ns",
-                direction=Direction.DOWN,
-                value_now=w.wall_ns,
-                unit="ns",
-                target=wall_after,
-                label="steady-state wall time (the kernels' own time plus "
-                f"{_ms(th.GRAPH_KERNEL_GAP_NS)} between them, instead of the host-caused idle time)",
-            ),
-        ),
+        expect=_launch_expect(w),
         confidence=_confidence(
             share,
             w,

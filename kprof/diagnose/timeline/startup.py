@@ -78,6 +78,128 @@ def _startup_fix(ctx: _Context, inside: bool) -> tuple[str, str]:
     return fix, nxt
 
 
+def _inside_words(
+    steady: _Window, startup_ns: int, wall_ns: int, share: float
+) -> tuple[list[Evidence], str, str]:
+    """(evidence, headline, mechanism) of start-up work inside the steady state."""
+    ev = [
+        _busy_evidence(steady),
+        Evidence(
+            name="GPU idle during start-up work (module loading, compilation)",
+            value=round(startup_ns / 1e6, 3),
+            unit="ms",
+            reference=f"{_pct(share)} of {steady.scope}",
+        ),
+    ]
+    headline = (
+        f"Start-up work inside {steady.scope}: the GPU is idle {_pct(startup_ns / max(wall_ns, 1))} of it "
+        f"({_ms(startup_ns)}) while the host loads modules or compiles code."
+    )
+    mech = (
+        "Module loading, library initialization or run-time compilation (JIT, autotuning) happens while the "
+        "loop runs: the GPU has no work until it finishes. Each happens once per shape or kernel, so a steady "
+        "state measured after them is faster."
+    )
+    return ev, headline, mech
+
+
+def _capture_evidence(
+    ctx: _Context, steady: _Window, startup_ns: int, wall_ns: int, share: float
+) -> list[Evidence]:
+    """Evidence that one-time work dominates the capture: its share, the steady state, the context creation."""
+    ev = [
+        Evidence(
+            name="one-time work (start-up and teardown)",
+            value=round(startup_ns / 1e6, 3),
+            unit="ms",
+            reference=f"{_pct(share)} of the {_ms(wall_ns)} capture; > {th.STARTUP_SHARE:.0%} dominates",
+            reference_value=round(th.STARTUP_SHARE * wall_ns / 1e6, 3),
+        ),
+        Evidence(
+            name="steady state",
+            value=round(steady.wall_ns / 1e6, 3),
+            unit="ms",
+            reference=f"{ctx.steady_reason}; GPU busy {_pct(steady.busy_fraction)} there; not repeated work "
+            f"({ctx.repeat_how})",
+        ),
+    ]
+    if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * max(0, ctx.steady_lo - ctx.capture_lo) > 0:
+        ev.append(
+            Evidence(
+                name="first CUDA call (context creation)"
+                + (f": {ctx.context_call}" if ctx.context_call else ""),
+                value=round(ctx.startup_first_call_ns / 1e6, 3),
+                unit="ms",
+                reference="paid once per process",
+            )
+        )
+    return ev
+
+
+def _capture_headline(ctx: _Context, startup_ns: int, wall_ns: int, share: float) -> str:
+    parts = _startup_parts(ctx)
+    end = max(0, ctx.capture_hi - ctx.teardown_lo)
+    begin = max(0, ctx.steady_lo - ctx.capture_lo)
+    pieces = []
+    if begin:
+        pieces.append(f"start-up {_ms(begin)}" + (f" ({parts})" if parts else ""))
+    if end:
+        pieces.append(
+            f"{_ms(end)} after the last GPU work"
+            + (" (teardown: unloading, frees)" if ctx.teardown_calls else " (the process's exit)")
+        )
+    what = " and ".join(pieces) or "CUDA initialization, module loading, first iteration"
+    lead = "Start-up dominates the capture" if begin >= end else "One-time work dominates the capture"
+    return (
+        f"{lead}: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time work ({what}), and the work "
+        "after start-up does not repeat."
+    )
+
+
+def _startup_mechanism(ctx: _Context, steady: _Window, startup_ns: int) -> str:
+    """The mechanism from what was measured, largest first: only the parts this capture holds."""
+    end = max(0, ctx.capture_hi - ctx.teardown_lo)
+    said: list[tuple[int, str]] = []
+    pre = _before_cuda_ns(ctx)
+    own, prof = _own_before_cuda_ns(ctx)
+    if pre:
+        said.append(
+            (
+                pre,
+                f"{_ms(pre)} pass before the program's first CUDA call, with no GPU work"
+                + (
+                    f" ({_ms(prof)} of it the profiler's own set-up in the process, which an unprofiled run "
+                    f"does not pay; {_ms(own)} the program's own start)"
+                    if prof
+                    else ": the program's own start"
+                ),
+            )
+        )
+    if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * startup_ns:
+        said.append(
+            (
+                ctx.startup_first_call_ns,
+                f"the first CUDA call{' (' + ctx.context_call + ')' if ctx.context_call else ''} took "
+                f"{_ms(ctx.startup_first_call_ns)} because it created the CUDA context (driver and device "
+                "initialization, once per process)",
+            )
+        )
+    rest_api = max(0, ctx.startup_api_ns - ctx.startup_first_call_ns)
+    if rest_api:
+        said.append((rest_api, f"module and library loading took {_ms(rest_api)}"))
+    if ctx.jit_ns:
+        said.append((ctx.jit_ns, f"run-time compilation and autotuning took {_ms(ctx.jit_ns)}"))
+    if end:
+        said.append((end, f"the end of the process took {_ms(end)}"))
+    said.sort(key=lambda x: -x[0])
+    body = "; ".join(t for v, t in said if v >= th.MIN_FINDING_SHARE * startup_ns)
+    return (
+        (body[0].upper() + body[1:] + ". " if body else "")
+        + f"The GPU work itself is {_ms(steady.busy_ns)} in a {_ms(steady.wall_ns)} window after start-up, and "
+        "nothing after start-up repeats, so this one-time cost is what the capture measures."
+    )
+
+
 def _diag_startup(
     ctx: _Context,
     w_all: _Window,
@@ -92,108 +214,11 @@ def _diag_startup(
     share = startup_ns / max(wall_ns, 1)
     fix, nxt = _startup_fix(ctx, inside)
     if inside:
-        ev = [
-            _busy_evidence(steady),
-            Evidence(
-                name="GPU idle during start-up work (module loading, compilation)",
-                value=round(startup_ns / 1e6, 3),
-                unit="ms",
-                reference=f"{_pct(share)} of {steady.scope}",
-            ),
-        ]
-        headline = (
-            f"Start-up work inside {steady.scope}: the GPU is idle {_pct(startup_ns / max(wall_ns, 1))} of it "
-            f"({_ms(startup_ns)}) while the host loads modules or compiles code."
-        )
-        mech = (
-            "Module loading, library initialization or run-time compilation (JIT, autotuning) happens while the "
-            "loop runs: the GPU has no work until it finishes. Each happens once per shape or kernel, so a steady "
-            "state measured after them is faster."
-        )
+        ev, headline, mech = _inside_words(steady, startup_ns, wall_ns, share)
     else:
-        parts = _startup_parts(ctx)
-        end = max(0, ctx.capture_hi - ctx.teardown_lo)
-        ev = [
-            Evidence(
-                name="one-time work (start-up and teardown)",
-                value=round(startup_ns / 1e6, 3),
-                unit="ms",
-                reference=f"{_pct(share)} of the {_ms(wall_ns)} capture; > {th.STARTUP_SHARE:.0%} dominates",
-                reference_value=round(th.STARTUP_SHARE * wall_ns / 1e6, 3),
-            ),
-            Evidence(
-                name="steady state",
-                value=round(steady.wall_ns / 1e6, 3),
-                unit="ms",
-                reference=f"{ctx.steady_reason}; GPU busy {_pct(steady.busy_fraction)} there; not repeated work "
-                f"({ctx.repeat_how})",
-            ),
-        ]
-        if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * max(0, ctx.steady_lo - ctx.capture_lo) > 0:
-            ev.append(
-                Evidence(
-                    name="first CUDA call (context creation)"
-                    + (f": {ctx.context_call}" if ctx.context_call else ""),
-                    value=round(ctx.startup_first_call_ns / 1e6, 3),
-                    unit="ms",
-                    reference="paid once per process",
-                )
-            )
-        begin = max(0, ctx.steady_lo - ctx.capture_lo)
-        pieces = []
-        if begin:
-            pieces.append(f"start-up {_ms(begin)}" + (f" ({parts})" if parts else ""))
-        if end:
-            pieces.append(
-                f"{_ms(end)} after the last GPU work"
-                + (" (teardown: unloading, frees)" if ctx.teardown_calls else " (the process's exit)")
-            )
-        what = " and ".join(pieces) or "CUDA initialization, module loading, first iteration"
-        lead = "Start-up dominates the capture" if begin >= end else "One-time work dominates the capture"
-        headline = (
-            f"{lead}: {_ms(startup_ns)} of {_ms(wall_ns)} ({_pct(share)}) is one-time work ({what}), and the work "
-            "after start-up does not repeat."
-        )
-        # the mechanism from what was measured, largest first: only the parts this capture holds
-        said: list[tuple[int, str]] = []
-        pre = _before_cuda_ns(ctx)
-        own, prof = _own_before_cuda_ns(ctx)
-        if pre:
-            said.append(
-                (
-                    pre,
-                    f"{_ms(pre)} pass before the program's first CUDA call, with no GPU work"
-                    + (
-                        f" ({_ms(prof)} of it the profiler's own set-up in the process, which an unprofiled run "
-                        f"does not pay; {_ms(own)} the program's own start)"
-                        if prof
-                        else ": the program's own start"
-                    ),
-                )
-            )
-        if ctx.startup_first_call_ns >= th.MIN_FINDING_SHARE * startup_ns:
-            said.append(
-                (
-                    ctx.startup_first_call_ns,
-                    f"the first CUDA call{' (' + ctx.context_call + ')' if ctx.context_call else ''} took "
-                    f"{_ms(ctx.startup_first_call_ns)} because it created the CUDA context (driver and device "
-                    "initialization, once per process)",
-                )
-            )
-        rest_api = max(0, ctx.startup_api_ns - ctx.startup_first_call_ns)
-        if rest_api:
-            said.append((rest_api, f"module and library loading took {_ms(rest_api)}"))
-        if ctx.jit_ns:
-            said.append((ctx.jit_ns, f"run-time compilation and autotuning took {_ms(ctx.jit_ns)}"))
-        if end:
-            said.append((end, f"the end of the process took {_ms(end)}"))
-        said.sort(key=lambda x: -x[0])
-        body = "; ".join(t for v, t in said if v >= th.MIN_FINDING_SHARE * startup_ns)
-        mech = (
-            (body[0].upper() + body[1:] + ". " if body else "")
-            + f"The GPU work itself is {_ms(steady.busy_ns)} in a {_ms(steady.wall_ns)} window after start-up, and "
-            "nothing after start-up repeats, so this one-time cost is what the capture measures."
-        )
+        ev = _capture_evidence(ctx, steady, startup_ns, wall_ns, share)
+        headline = _capture_headline(ctx, startup_ns, wall_ns, share)
+        mech = _startup_mechanism(ctx, steady, startup_ns)
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.STARTUP_BOUND,

@@ -133,7 +133,49 @@ def _overlap_fix(ctx: _Context, w: _Window, facts: _CopyFacts) -> tuple[str, str
     return fix, why
 
 
-def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float, share: float) -> Diagnosis:
+@dataclass(slots=True)
+class _CopyBounds:
+    """What each copy fix can reach: removing the copies (keeping the data on the GPU) removes all the
+    transfer time; pinning and overlapping still has to move the bytes over the link, at best at its peak
+    rate, and can hide that only behind the compute there is to hide it behind."""
+
+    keep_wall: int
+    floor_ns: int
+    floor_ev: Evidence | None
+    hidden_left: int
+    overlap_wall: int
+    only_keep: bool
+
+
+def _copy_bounds(ctx: _Context, w: _Window, explained: float) -> _CopyBounds:
+    keep_wall = max(w.busy_ns - w.exposed_copy_ns, w.wall_ns - int(explained))
+    link = _link_peak(ctx)
+    floor_ns = 0
+    floor_ev: Evidence | None = None
+    if link is not None:
+        floor_ns = int(max(w.h2d_bytes, w.d2h_bytes) / link[0] * 1e9)
+        floor_ev = Evidence(
+            name="host-link floor of these copies",
+            value=round(floor_ns / 1e6, 4),
+            unit="ms",
+            reference=f"{_bytes(max(w.h2d_bytes, w.d2h_bytes))} one way at {link[0] / 1e9:.3g} GB/s, the "
+            f"{link[1]}'s peak host-link rate per direction; compute to hide it behind: {_ms(w.compute_ns)}",
+            reference_value=round(w.compute_ns / 1e6, 4),
+        )
+    hidden_left = max(0, floor_ns - w.compute_ns)
+    return _CopyBounds(
+        keep_wall=keep_wall,
+        floor_ns=floor_ns,
+        floor_ev=floor_ev,
+        hidden_left=hidden_left,
+        overlap_wall=keep_wall + hidden_left,
+        only_keep=link is not None and hidden_left > 0,
+    )
+
+
+def _transfer_evidence(w: _Window, b: _CopyBounds) -> list[Evidence]:
+    """Three pieces of evidence: the exposed copies, what bounds the fix (the link when only keeping the
+    data on the GPU reaches the target, else the pageable bytes), and the GPU-busy fraction."""
     pageable_share = w.pageable_copy_ns / max(w.copy_ns, 1)
     evidence = [
         Evidence(
@@ -155,56 +197,16 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             "speed and can overlap",
             metric="pageable_copy_bytes",
         )
-    bw = w.copy_bytes / max(w.copy_ns, 1)  # bytes per ns = GB/s
-    # What each fix can reach. Removing the copies (keeping the data on the GPU) removes all the
-    # transfer time; pinning and overlapping still has to move the bytes over the link, at best at
-    # its peak rate, and can hide that only behind the compute there is to hide it behind.
-    keep_wall = max(w.busy_ns - w.exposed_copy_ns, w.wall_ns - int(explained))
-    link = _link_peak(ctx)
-    floor_ns = 0
-    floor_ev: Evidence | None = None
-    if link is not None:
-        floor_ns = int(max(w.h2d_bytes, w.d2h_bytes) / link[0] * 1e9)
-        floor_ev = Evidence(
-            name="host-link floor of these copies",
-            value=round(floor_ns / 1e6, 4),
-            unit="ms",
-            reference=f"{_bytes(max(w.h2d_bytes, w.d2h_bytes))} one way at {link[0] / 1e9:.3g} GB/s, the "
-            f"{link[1]}'s peak host-link rate per direction; compute to hide it behind: {_ms(w.compute_ns)}",
-            reference_value=round(w.compute_ns / 1e6, 4),
-        )
-    hidden_left = max(0, floor_ns - w.compute_ns)
-    overlap_wall = keep_wall + hidden_left
-    only_keep = link is not None and hidden_left > 0
-    # three pieces of evidence: the exposed copies, what bounds the fix (the link when only keeping the
-    # data on the GPU reaches the target, else the pageable bytes), and the GPU-busy fraction
-    second = (floor_ev or pageable_ev) if only_keep else (pageable_ev or floor_ev)
+    second = (b.floor_ev or pageable_ev) if b.only_keep else (pageable_ev or b.floor_ev)
     if second is not None:
         evidence.append(second)
     evidence.append(_busy_evidence(w))
-    headline = (
-        f"Transfer-bound: copies take {_ms(w.copy_ns)} of the {_ms(w.wall_ns)} steady state "
-        f"({_pct(w.copy_ns / max(w.wall_ns, 1))}), {_bytes(w.copy_bytes)} at {bw:.3g} GB/s"
-        + (", from pageable memory" if pageable_share >= th.DOMINANT_SHARE else "")
-        + "."
-    )
-    facts = _copy_facts(ctx)
-    overlap_fix, why = _overlap_fix(ctx, w, facts)
-    if only_keep:
-        fix = (
-            f"Keep the data on the GPU across iterations (allocate it there, or copy it once before the loop): only "
-            f"that brings the {_ms(w.wall_ns)} steady state down to {_ms(keep_wall)}. The link needs at least {_ms(floor_ns)} for these "
-            f"bytes and there is {_ms(w.compute_ns)} of compute to hide it behind, so the alternative, to "
-            f"{overlap_fix}, reaches {_ms(overlap_wall)} at best."
-        )
-    else:
-        fix = (
-            f"{overlap_fix[0].upper() + overlap_fix[1:]}: that hides the copies behind the {_ms(w.compute_ns)} of "
-            "compute. If the data can stay on the GPU across iterations (allocated there, or copied once before the "
-            "loop), that removes the copies altogether."
-        )
+    return evidence
+
+
+def _transfer_expect(w: _Window, b: _CopyBounds) -> list[Expectation]:
     expect = []
-    if only_keep:
+    if b.only_keep:
         expect.append(
             Expectation(
                 metric="copy_ns",
@@ -221,12 +223,12 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
                 metric="exposed_copy_ns",
                 direction=Direction.DOWN,
                 value_now=w.exposed_copy_ns,
-                target=hidden_left,
+                target=b.hidden_left,
                 unit="ns",
                 label="copy time not overlapped by compute",
             )
         )
-    if w.pageable_bytes and not only_keep:
+    if w.pageable_bytes and not b.only_keep:
         expect.append(
             Expectation(
                 metric="pageable_copy_bytes",
@@ -242,20 +244,19 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             metric="wall_ns",
             direction=Direction.DOWN,
             value_now=w.wall_ns,
-            target=keep_wall if only_keep else overlap_wall,
+            target=b.keep_wall if b.only_keep else b.overlap_wall,
             unit="ns",
             label="steady-state wall time (without the copies)"
-            if only_keep
+            if b.only_keep
             else "steady-state wall time (without exposed copies and waits in copies)",
         )
     )
-    return Diagnosis(
-        subject=subject,
-        bottleneck=Bottleneck.TRANSFER_BOUND,
-        verdict=Verdict.FIX,
-        headline=headline,
-        evidence=tuple(evidence),
-        mechanism="Copies between host and GPU run on the copy engines over the host link, no faster than its peak "
+    return expect
+
+
+def _transfer_mechanism(w: _Window, facts: _CopyFacts, why: str) -> str:
+    return (
+        "Copies between host and GPU run on the copy engines over the host link, no faster than its peak "
         "rate"
         + (
             "; from pageable memory the driver stages them through a pinned bounce buffer and the call blocks the "
@@ -274,9 +275,44 @@ def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float
             + "."
             if len(facts.per_direction) > 1
             else ""
-        ),
+        )
+    )
+
+
+def _diag_transfer(ctx: _Context, w: _Window, subject: Subject, explained: float, share: float) -> Diagnosis:
+    pageable_share = w.pageable_copy_ns / max(w.copy_ns, 1)
+    bw = w.copy_bytes / max(w.copy_ns, 1)  # bytes per ns = GB/s
+    b = _copy_bounds(ctx, w, explained)
+    headline = (
+        f"Transfer-bound: copies take {_ms(w.copy_ns)} of the {_ms(w.wall_ns)} steady state "
+        f"({_pct(w.copy_ns / max(w.wall_ns, 1))}), {_bytes(w.copy_bytes)} at {bw:.3g} GB/s"
+        + (", from pageable memory" if pageable_share >= th.DOMINANT_SHARE else "")
+        + "."
+    )
+    facts = _copy_facts(ctx)
+    overlap_fix, why = _overlap_fix(ctx, w, facts)
+    if b.only_keep:
+        fix = (
+            f"Keep the data on the GPU across iterations (allocate it there, or copy it once before the loop): only "
+            f"that brings the {_ms(w.wall_ns)} steady state down to {_ms(b.keep_wall)}. The link needs at least "
+            f"{_ms(b.floor_ns)} for these bytes and there is {_ms(w.compute_ns)} of compute to hide it behind, so "
+            f"the alternative, to {overlap_fix}, reaches {_ms(b.overlap_wall)} at best."
+        )
+    else:
+        fix = (
+            f"{overlap_fix[0].upper() + overlap_fix[1:]}: that hides the copies behind the {_ms(w.compute_ns)} of "
+            "compute. If the data can stay on the GPU across iterations (allocated there, or copied once before the "
+            "loop), that removes the copies altogether."
+        )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.TRANSFER_BOUND,
+        verdict=Verdict.FIX,
+        headline=headline,
+        evidence=tuple(_transfer_evidence(w, b)),
+        mechanism=_transfer_mechanism(w, facts, why),
         fix=fix,
-        expect=tuple(expect),
+        expect=tuple(_transfer_expect(w, b)),
         confidence=_confidence(
             share,
             w,
