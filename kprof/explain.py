@@ -106,7 +106,8 @@ class _Entry:
 _TIMELINE = "kprof/diagnose/timeline/"
 _CLASSIFY = _TIMELINE + "classify.py"
 _CONTEXT = _TIMELINE + "context.py"
-_JOB = "kprof/diagnose/job.py"
+_JOB = "kprof/diagnose/job/"
+_JOB_STATS = _JOB + "stats.py"
 _RULES = "kprof/rules/kernel/"
 _RESOURCE = _RULES + "resource.py"
 _VERDICT = _RULES + "verdict.py"
@@ -256,7 +257,8 @@ _ENTRIES: dict[str, _Entry] = {
             "STRAGGLER_WAIT_MATCH",
             "STRAGGLER_MAX_FRACTION",
         ),
-        _JOB,
+        _JOB + "straggler.py",
+        (_JOB_STATS,),
     ),
     "communication_bound": _Entry(
         "job",
@@ -266,7 +268,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Overlap communication with compute (DDP bucket sizes, FSDP prefetch), communicate less (gradient "
         "accumulation, compression) or use a faster interconnect path.",
         ("LOAD_IMBALANCE_SPREAD", "STRAGGLER_MIN_EXCESS"),
-        _JOB,
+        _JOB + "balance.py",
+        (_JOB + "classify.py",),
     ),
     "load_imbalance": _Entry(
         "job",
@@ -276,7 +279,8 @@ _ENTRIES: dict[str, _Entry] = {
         "rank's excess is at least STRAGGLER_MIN_STEP_SHARE of the step.",
         "Balance the work: equal shard sizes, sequence-length bucketing, or a partition by measured cost.",
         ("LOAD_IMBALANCE_SPREAD", "STRAGGLER_MAX_FRACTION", "STRAGGLER_MIN_STEP_SHARE"),
-        _JOB,
+        _JOB + "balance.py",
+        (_JOB + "classify.py",),
     ),
     # ------------------------------------------------------------------ kernel, resource
     "dram_bandwidth_bound": _Entry(
