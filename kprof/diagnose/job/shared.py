@@ -22,8 +22,10 @@ from kprof.model import (
 )
 
 
-def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: float) -> Diagnosis:
-    firsts = [(s.rank, s.diagnoses[0]) for s in summaries if s.diagnoses]
+def _balance_evidence(
+    summaries: Sequence[RankSummary], st: JobStats, step_med: float
+) -> tuple[str, list[Evidence], list[Finding]]:
+    """(how balanced the job is in words, the evidence, the exposed-NCCL finding)."""
     comp = st.median("compute_ns")
     exp = st.median("exposed_ns")
     step = st.median("step_ns")
@@ -70,7 +72,6 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
                 metric="step_ns",
             )
         )
-    subject = _subject(job, summaries)
     findings: list[Finding] = []
     med_exp_share = float(np.nanmedian(exp / np.maximum(step, 1))) if len(exp) and st.step_count else 0.0
     if med_exp_share >= th.MIN_FINDING_SHARE:
@@ -83,6 +84,62 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
                 share=min(1.0, med_exp_share),
             )
         )
+    return balance, evidence, findings
+
+
+def _representative(
+    firsts: list[tuple[int, Diagnosis]], st: JobStats
+) -> tuple[Bottleneck | None, list[tuple[int, Diagnosis]], tuple[int, Diagnosis], tuple[int, Diagnosis]]:
+    """(the bottleneck most ranks share, the ranks that hold it, the critical rank, the rank that speaks for
+    them). The critical rank sets the job's pace: the one that waits least inside collectives."""
+    counts = Counter(d.bottleneck for _, d in firsts)
+    top = max(counts.values())
+    tied = [b for b, n in counts.items() if n == top]
+    own = dict(zip(st.ranks.tolist(), st.median("own_ns").tolist(), strict=True)) if st.step_count else {}
+    critical = max(firsts, key=lambda x: own.get(x[0], 0.0))
+    best = (
+        tied[0] if len(tied) == 1 else (critical[1].bottleneck if critical[1].bottleneck in tied else tied[0])
+    )
+    holders = [(r, d) for r, d in firsts if d.bottleneck == best]
+    if critical[1].bottleneck == best:
+        rep = critical
+    else:
+        step = st.median("step_ns")
+        by_step = dict(zip(st.ranks.tolist(), step.tolist(), strict=True)) if st.step_count else {}
+        holders.sort(key=lambda x: by_step.get(x[0], 0.0))
+        rep = holders[len(holders) // 2]
+    return best, holders, critical, rep
+
+
+def _shared_headline(
+    balance: str,
+    best: Bottleneck | None,
+    holders: list[tuple[int, Diagnosis]],
+    critical: tuple[int, Diagnosis],
+    rep: tuple[int, Diagnosis],
+    n: int,
+) -> str:
+    rep_rank, rep_d = rep
+    name = best.value if best else "undetermined"
+    if len(holders) == n:
+        who = {1: f"the rank is {name}", 2: f"both ranks are {name}"}.get(n, f"all {n} ranks are {name}")
+        return f"The job is balanced ({balance}) and {who}. Rank {rep_rank}: {rep_d.headline}"
+    if critical[1].bottleneck == best:
+        return (
+            f"The job is balanced ({balance}); the ranks' own diagnoses differ, and rank {critical[0]}, which waits "
+            f"least inside collectives and so sets the job's pace, is {name} ({len(holders)} of {n} ranks). "
+            f"Rank {rep_rank}: {rep_d.headline}"
+        )
+    return (
+        f"The job is balanced ({balance}); the ranks' own diagnoses differ: {len(holders)} of {n} are {name}. "
+        f"Rank {rep_rank}: {rep_d.headline}"
+    )
+
+
+def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: float) -> Diagnosis:
+    firsts = [(s.rank, s.diagnoses[0]) for s in summaries if s.diagnoses]
+    balance, evidence, findings = _balance_evidence(summaries, st, step_med)
+    subject = _subject(job, summaries)
     if not firsts:
         return Diagnosis(
             subject=subject,
@@ -95,38 +152,9 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
             next_step=f"Capture each rank with CUDA tracing on: `{commands.nsys_command(_RANK_OUT)}`.",
             findings=tuple(findings),
         )
-    counts = Counter(d.bottleneck for _, d in firsts)
-    top = max(counts.values())
-    tied = [b for b, n in counts.items() if n == top]
-    # the critical rank sets the job's pace: the one that waits least inside collectives
-    own = dict(zip(st.ranks.tolist(), st.median("own_ns").tolist(), strict=True)) if st.step_count else {}
-    critical = max(firsts, key=lambda x: own.get(x[0], 0.0))
-    best = (
-        tied[0] if len(tied) == 1 else (critical[1].bottleneck if critical[1].bottleneck in tied else tied[0])
-    )
-    holders = [(r, d) for r, d in firsts if d.bottleneck == best]
-    if critical[1].bottleneck == best:
-        rep_rank, rep = critical
-    else:
-        by_step = dict(zip(st.ranks.tolist(), step.tolist(), strict=True)) if st.step_count else {}
-        holders.sort(key=lambda x: by_step.get(x[0], 0.0))
-        rep_rank, rep = holders[len(holders) // 2]
-    name = best.value if best else "undetermined"
+    best, holders, critical, (rep_rank, rep) = _representative(firsts, st)
     n = len(firsts)
-    if len(holders) == n:
-        who = {1: f"the rank is {name}", 2: f"both ranks are {name}"}.get(n, f"all {n} ranks are {name}")
-        headline = f"The job is balanced ({balance}) and {who}. Rank {rep_rank}: {rep.headline}"
-    elif critical[1].bottleneck == best:
-        headline = (
-            f"The job is balanced ({balance}); the ranks' own diagnoses differ, and rank {critical[0]}, which waits "
-            f"least inside collectives and so sets the job's pace, is {name} ({len(holders)} of {n} ranks). "
-            f"Rank {rep_rank}: {rep.headline}"
-        )
-    else:
-        headline = (
-            f"The job is balanced ({balance}); the ranks' own diagnoses differ: {len(holders)} of {n} are {name}. "
-            f"Rank {rep_rank}: {rep.headline}"
-        )
+    headline = _shared_headline(balance, best, holders, critical, (rep_rank, rep), n)
     if len(holders) < n:
         others = Counter(d.bottleneck for _, d in firsts if d.bottleneck != best and d.bottleneck is not None)
         findings.extend(

@@ -14,7 +14,7 @@ from kprof.diagnose import intervals as iv
 from kprof.model import (
     Diagnosis,
 )
-from kprof.timeline_model import Timeline
+from kprof.timeline_model import KernelTable, Timeline
 
 Pair = tuple[np.ndarray, np.ndarray]
 
@@ -197,6 +197,127 @@ def _cap(u: Pair, limit: int) -> Pair:
     return new_s, new_e
 
 
+def _rank_device(k: KernelTable, notes: list[str]) -> int:
+    """The rank's GPU: the device with the most kernel time."""
+    dev_all = k.device.astype(np.int64)
+    dur_all = (k.end_ns - k.start_ns).astype(np.float64)
+    devs = np.unique(dev_all)
+    device = int(devs[0])
+    if len(devs) > 1:
+        busy = np.bincount(dev_all - dev_all.min(), weights=dur_all)
+        device = int(np.argmax(busy) + dev_all.min())
+        notes.append(f"kernels on {len(devs)} GPUs; the busiest (GPU {device}) is this rank's")
+    return device
+
+
+def _step_of_launch(
+    tl: Timeline, correlation: np.ndarray, ks: np.ndarray, ke: np.ndarray, notes: list[str]
+) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
+    """Steps, projected onto the GPU through the launch calls: (step starts, step numbers, label, the step
+    of each kernel or -1)."""
+    hs, he, numbers, label = _steps(tl)
+    if len(hs) == 0:
+        hs = np.array(
+            [min(int(ks.min()), int(tl.api.start_ns.min()) if len(tl.api) else int(ks.min()))], np.int64
+        )
+        he = np.array([int(ke.max()) + 1], np.int64)
+        numbers = np.zeros(1, np.int64)
+        label = "whole capture"
+        notes.append("no profiler steps or repeated NVTX ranges: the whole capture is one step")
+    t_launch = _launch_times(tl, correlation, ks)
+    if label == "whole capture":
+        step_idx = np.zeros(len(ks), np.int64)
+    else:
+        # the step whose host window holds the launch call (windows sorted by start; the latest that began)
+        step_idx = np.searchsorted(hs, t_launch, side="right") - 1
+        step_idx = np.where((step_idx >= 0) & (t_launch < he[np.maximum(step_idx, 0)]), step_idx, -1)
+    return hs, numbers, label, step_idx
+
+
+@dataclass(slots=True)
+class _PerStep:
+    """Per step: first kernel start, last kernel end, and the unions of compute, NCCL and all kernels."""
+
+    has: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    comp_u: Pair
+    comp_g: np.ndarray
+    nccl_u: Pair
+    nccl_g: np.ndarray
+    compute: np.ndarray
+    nccl: np.ndarray
+    busy: np.ndarray
+    exposed: np.ndarray
+
+
+def _per_step(
+    ks: np.ndarray, ke: np.ndarray, is_nccl: np.ndarray, step_idx: np.ndarray, n_steps: int
+) -> _PerStep:
+    inside = step_idx >= 0
+    g = step_idx[inside]
+    s_in, e_in, nc_in = ks[inside], ke[inside], is_nccl[inside]
+    has = np.bincount(g, minlength=n_steps)[:n_steps] > 0
+    first = np.full(n_steps, np.iinfo(np.int64).max, np.int64)
+    last = np.full(n_steps, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(first, g, s_in)
+    np.maximum.at(last, g, e_in)
+    comp_u, comp_g = _grouped_union(s_in[~nc_in], e_in[~nc_in], g[~nc_in], n_steps)
+    nccl_u, nccl_g = _grouped_union(s_in[nc_in], e_in[nc_in], g[nc_in], n_steps)
+    busy_u, busy_g = _grouped_union(s_in, e_in, g, n_steps)
+    # exposed: NCCL time not covered by any compute kernel of the GPU (of any step)
+    comp_all = iv.union(ks[~is_nccl], ke[~is_nccl])
+    ov = iv.per_interval_overlap(nccl_u, comp_all) if len(nccl_u[0]) else np.zeros(0, np.int64)
+    nccl_exposed = np.bincount(
+        nccl_g, weights=((nccl_u[1] - nccl_u[0]) - ov).astype(np.float64), minlength=n_steps
+    )
+    return _PerStep(
+        has=has,
+        first=first,
+        last=last,
+        comp_u=comp_u,
+        comp_g=comp_g,
+        nccl_u=nccl_u,
+        nccl_g=nccl_g,
+        compute=_per_group_total(comp_u, comp_g, n_steps),
+        nccl=_per_group_total(nccl_u, nccl_g, n_steps),
+        busy=_per_group_total(busy_u, busy_g, n_steps),
+        exposed=nccl_exposed[:n_steps].astype(np.int64),
+    )
+
+
+def _top_kernels(
+    names: Sequence[str], nid: np.ndarray, ks: np.ndarray, ke: np.ndarray, sel: np.ndarray, n_steady: int
+) -> tuple[tuple[str, float, float], ...]:
+    """(name, time per step, launches per step) of the kernels with the most time in the steady steps."""
+    if not (sel.any() and n_steady):
+        return ()
+    nn = max(len(names), 1)
+    t_by = np.bincount(nid[sel], weights=(ke[sel] - ks[sel]).astype(np.float64), minlength=nn)
+    c_by = np.bincount(nid[sel], minlength=nn)
+    order = np.argsort(-t_by)[:TOP_KERNEL_NAMES]
+    return tuple(
+        (names[i] if names else "?", float(t_by[i]) / n_steady, float(c_by[i]) / n_steady)
+        for i in order.tolist()
+        if t_by[i] > 0
+    )
+
+
+def _sample(p: _PerStep, steady: np.ndarray, numbers: np.ndarray) -> tuple[int | None, Pair, Pair]:
+    """One step's kernels for the straggler timeline: the median steady step (its number, compute, NCCL)."""
+    sample_c: Pair = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    sample_n: Pair = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if not len(steady):
+        return None, sample_c, sample_n
+    si = int(steady[len(steady) // 2])
+    t0 = int(p.first[si])
+    cm = p.comp_g == si
+    nm = p.nccl_g == si
+    sample_c = _cap((p.comp_u[0][cm] - t0, p.comp_u[1][cm] - t0), MAX_SAMPLE_INTERVALS)
+    sample_n = _cap((p.nccl_u[0][nm] - t0, p.nccl_u[1][nm] - t0), MAX_SAMPLE_INTERVALS)
+    return int(numbers[si]), sample_c, sample_n
+
+
 def summarize_timeline(
     tl: Timeline,
     *,
@@ -236,66 +357,23 @@ def summarize_timeline(
     )
     if len(k) == 0:
         return RankSummary(**base, notes=("no kernels in the capture",))  # type: ignore[arg-type]
-    # the rank's GPU: the device with the most kernel time
-    dev_all = k.device.astype(np.int64)
-    dur_all = (k.end_ns - k.start_ns).astype(np.float64)
-    devs = np.unique(dev_all)
-    device = int(devs[0])
-    if len(devs) > 1:
-        busy = np.bincount(dev_all - dev_all.min(), weights=dur_all)
-        device = int(np.argmax(busy) + dev_all.min())
-        notes.append(f"kernels on {len(devs)} GPUs; the busiest (GPU {device}) is this rank's")
-    m = dev_all == device
+    device = _rank_device(k, notes)
+    m = k.device.astype(np.int64) == device
     ks, ke = k.start_ns[m], k.end_ns[m]
     names = k.short_names or k.names
     nccl_by_name = np.array([is_nccl_kernel(n) for n in names] or [False], bool)
     nid = k.name_id[m]
     is_nccl = nccl_by_name[nid] if len(names) else np.zeros(len(ks), bool)
-    # steps, projected onto the GPU through the launch calls
-    hs, he, numbers, label = _steps(tl)
-    if len(hs) == 0:
-        hs = np.array(
-            [min(int(ks.min()), int(tl.api.start_ns.min()) if len(tl.api) else int(ks.min()))], np.int64
-        )
-        he = np.array([int(ke.max()) + 1], np.int64)
-        numbers = np.zeros(1, np.int64)
-        label = "whole capture"
-        notes.append("no profiler steps or repeated NVTX ranges: the whole capture is one step")
-    t_launch = _launch_times(tl, k.correlation[m], ks)
-    if label == "whole capture":
-        step_idx = np.zeros(len(ks), np.int64)
-    else:
-        # the step whose host window holds the launch call (windows sorted by start; the latest that began)
-        step_idx = np.searchsorted(hs, t_launch, side="right") - 1
-        step_idx = np.where((step_idx >= 0) & (t_launch < he[np.maximum(step_idx, 0)]), step_idx, -1)
+    hs, numbers, label, step_idx = _step_of_launch(tl, k.correlation[m], ks, ke, notes)
     inside = step_idx >= 0
     n_steps = len(hs)
-    g = step_idx[inside]
-    s_in, e_in, nc_in = ks[inside], ke[inside], is_nccl[inside]
-    has = np.bincount(g, minlength=n_steps)[:n_steps] > 0
-    first = np.full(n_steps, np.iinfo(np.int64).max, np.int64)
-    last = np.full(n_steps, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(first, g, s_in)
-    np.maximum.at(last, g, e_in)
-    comp_u, comp_g = _grouped_union(s_in[~nc_in], e_in[~nc_in], g[~nc_in], n_steps)
-    nccl_u, nccl_g = _grouped_union(s_in[nc_in], e_in[nc_in], g[nc_in], n_steps)
-    busy_u, busy_g = _grouped_union(s_in, e_in, g, n_steps)
-    compute = _per_group_total(comp_u, comp_g, n_steps)
-    nccl = _per_group_total(nccl_u, nccl_g, n_steps)
-    busy_t = _per_group_total(busy_u, busy_g, n_steps)
-    # exposed: NCCL time not covered by any compute kernel of the GPU (of any step)
-    comp_all = iv.union(ks[~is_nccl], ke[~is_nccl])
-    ov = iv.per_interval_overlap(nccl_u, comp_all) if len(nccl_u[0]) else np.zeros(0, np.int64)
-    nccl_exposed = np.bincount(
-        nccl_g, weights=((nccl_u[1] - nccl_u[0]) - ov).astype(np.float64), minlength=n_steps
-    )
-    exposed = nccl_exposed[:n_steps].astype(np.int64)
-    keep = np.flatnonzero(has)
+    p = _per_step(ks, ke, is_nccl, step_idx, n_steps)
+    keep = np.flatnonzero(p.has)
     if len(keep) < n_steps:
         notes.append(
             f"{n_steps - len(keep)} of {n_steps} steps launched no kernel on the GPU and are left out"
         )
-    first_k, last_k = first[keep], last[keep]
+    first_k, last_k = p.first[keep], p.last[keep]
     period = np.empty(len(keep), np.int64)
     if len(keep):
         period[:-1] = np.diff(first_k)
@@ -305,30 +383,9 @@ def summarize_timeline(
     steady_mask = np.zeros(n_steps, bool)
     steady_mask[steady] = True
     sel = np.zeros(len(ks), bool)
-    sel[np.flatnonzero(inside)[steady_mask[g]]] = True
-    top: tuple[tuple[str, float, float], ...] = ()
-    if sel.any() and len(steady):
-        nn = max(len(names), 1)
-        t_by = np.bincount(nid[sel], weights=(ke[sel] - ks[sel]).astype(np.float64), minlength=nn)
-        c_by = np.bincount(nid[sel], minlength=nn)
-        order = np.argsort(-t_by)[:TOP_KERNEL_NAMES]
-        top = tuple(
-            (names[i] if names else "?", float(t_by[i]) / len(steady), float(c_by[i]) / len(steady))
-            for i in order.tolist()
-            if t_by[i] > 0
-        )
-    # one step's kernels for the straggler timeline: the median steady step
-    sample_step = None
-    sample_c: Pair = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    sample_n: Pair = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    if len(steady):
-        si = int(steady[len(steady) // 2])
-        sample_step = int(numbers[si])
-        t0 = int(first[si])
-        cm = comp_g == si
-        nm = nccl_g == si
-        sample_c = _cap((comp_u[0][cm] - t0, comp_u[1][cm] - t0), MAX_SAMPLE_INTERVALS)
-        sample_n = _cap((nccl_u[0][nm] - t0, nccl_u[1][nm] - t0), MAX_SAMPLE_INTERVALS)
+    sel[np.flatnonzero(inside)[steady_mask[step_idx[inside]]]] = True
+    top = _top_kernels(names, nid, ks, ke, sel, len(steady))
+    sample_step, sample_c, sample_n = _sample(p, steady, numbers)
     unassigned = int(np.count_nonzero(~inside))
     if unassigned and label != "whole capture":
         notes.append(f"{unassigned:,} kernels launched outside the {label}s are not counted in any step")
@@ -339,10 +396,10 @@ def summarize_timeline(
         step_label=label,
         step_number=numbers[keep].copy(),
         step_ns=period,
-        compute_ns=compute[keep],
-        nccl_ns=nccl[keep],
-        exposed_ns=exposed[keep],
-        busy_ns=busy_t[keep],
+        compute_ns=p.compute[keep],
+        nccl_ns=p.nccl[keep],
+        exposed_ns=p.exposed[keep],
+        busy_ns=p.busy[keep],
         kernel_count=len(ks),
         nccl_kernel_count=int(np.count_nonzero(is_nccl)),
         top_kernels=top,
