@@ -22,6 +22,36 @@ from kprof.model import (
 )
 
 
+def _imbalance_evidence(
+    c: np.ndarray, exposed: np.ndarray, spread: float, slow_n: int, lo: int, hi: int, n_ranks: int
+) -> tuple[Evidence, ...]:
+    q = np.nanpercentile(c, [10, 50, 90]) if len(c) else np.zeros(3)
+    return (
+        Evidence(
+            name="compute per step, spread across ranks",
+            value=round(100 * spread, 1),
+            unit="%",
+            reference=f"(max - min) / typical; > {th.LOAD_IMBALANCE_SPREAD:.0%} is an imbalance; "
+            f"p10/p50/p90 {_ms(q[0])} / {_ms(q[1])} / {_ms(q[2])}",
+            reference_value=100 * th.LOAD_IMBALANCE_SPREAD,
+            metric="compute_ns",
+        ),
+        Evidence(
+            name="slow ranks",
+            value=slow_n,
+            reference=f"of {n_ranks}; a straggler is at most "
+            f"{max(1, int(th.STRAGGLER_MAX_FRACTION * n_ranks))} (1/{round(1 / th.STRAGGLER_MAX_FRACTION)} of the ranks)",
+        ),
+        Evidence(
+            name="exposed NCCL time per step, fastest rank",
+            value=round(float(exposed[lo]) / 1e6, 3),
+            unit="ms",
+            reference=f"{_ms(float(exposed[hi]))} on the slowest: the faster ranks wait for the slower in collectives",
+            metric="exposed_nccl_ns",
+        ),
+    )
+
+
 def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: float) -> Diagnosis:
     c = st.median("compute_ns")
     ref = typical(c)
@@ -49,31 +79,7 @@ def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, st
         f"{int(ranks[lo])}) to {_ms(float(c[hi]))} (rank {int(ranks[hi])}), a spread of {_pct(spread)} of the "
         f"typical rank's {_ms(ref)}; {why}."
     )
-    q = np.nanpercentile(c, [10, 50, 90]) if len(c) else np.zeros(3)
-    evidence = (
-        Evidence(
-            name="compute per step, spread across ranks",
-            value=round(100 * spread, 1),
-            unit="%",
-            reference=f"(max - min) / typical; > {th.LOAD_IMBALANCE_SPREAD:.0%} is an imbalance; "
-            f"p10/p50/p90 {_ms(q[0])} / {_ms(q[1])} / {_ms(q[2])}",
-            reference_value=100 * th.LOAD_IMBALANCE_SPREAD,
-            metric="compute_ns",
-        ),
-        Evidence(
-            name="slow ranks",
-            value=slow_n,
-            reference=f"of {len(ranks)}; a straggler is at most "
-            f"{max(1, int(th.STRAGGLER_MAX_FRACTION * len(ranks)))} (1/{round(1 / th.STRAGGLER_MAX_FRACTION)} of the ranks)",
-        ),
-        Evidence(
-            name="exposed NCCL time per step, fastest rank",
-            value=round(float(exposed[lo]) / 1e6, 3),
-            unit="ms",
-            reference=f"{_ms(float(exposed[hi]))} on the slowest: the faster ranks wait for the slower in collectives",
-            metric="exposed_nccl_ns",
-        ),
-    )
+    evidence = _imbalance_evidence(c, exposed, spread, slow_n, lo, hi, len(ranks))
     return Diagnosis(
         subject=_subject(job, summaries),
         bottleneck=Bottleneck.LOAD_IMBALANCE,

@@ -162,13 +162,12 @@ def _sync_fix(ctx: _Context) -> tuple[str, str]:
     return fix[0].upper() + fix[1:] + ".", what
 
 
-def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+def _sync_evidence(ctx: _Context, w: _Window) -> list[Evidence]:
     sync_idle = w.idle_by_cause.get("sync", 0)
     n_iter = len(ctx.iterations[0])
     steady_iters = n_iter - ctx.its.warmup if n_iter >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
     per_iter = f", {_fmt(w.sync_count / steady_iters)} per iteration" if steady_iters >= 2 else ""
-    fix, what = _sync_fix(ctx)
-    ev = [
+    return [
         _busy_evidence(w),
         Evidence(
             name="blocking syncs in the steady state",
@@ -185,15 +184,10 @@ def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
             metric="gpu_idle_ns",
         ),
     ]
-    headline = (
-        f"Sync-bound: the host blocks on the GPU {w.sync_count:,} times in the steady state and the GPU "
-        f"then idles: {_pct(1 - w.busy_fraction)} idle, {_pct(sync_idle / max(w.idle_ns, 1))} of it right "
-        "after a sync returned."
-    )
-    mech = (
-        f"The loop blocks in {what}: each call makes the host wait until the GPU's queue is empty, and after it "
-        "returns the GPU idles for as long as the host needs to dispatch and launch the next work, every time."
-    )
+
+
+def _sync_expect(w: _Window) -> list[Expectation]:
+    sync_idle = w.idle_by_cause.get("sync", 0)
     expect = [
         Expectation(
             metric="gpu_busy_fraction",
@@ -222,15 +216,30 @@ def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
                 label="blocking syncs in the steady state (the values read after the loop, or every N steps)",
             ),
         )
+    return expect
+
+
+def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    sync_idle = w.idle_by_cause.get("sync", 0)
+    fix, what = _sync_fix(ctx)
+    headline = (
+        f"Sync-bound: the host blocks on the GPU {w.sync_count:,} times in the steady state and the GPU "
+        f"then idles: {_pct(1 - w.busy_fraction)} idle, {_pct(sync_idle / max(w.idle_ns, 1))} of it right "
+        "after a sync returned."
+    )
+    mech = (
+        f"The loop blocks in {what}: each call makes the host wait until the GPU's queue is empty, and after it "
+        "returns the GPU idles for as long as the host needs to dispatch and launch the next work, every time."
+    )
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.SYNC_BOUND,
         verdict=Verdict.FIX,
         headline=headline,
-        evidence=tuple(ev),
+        evidence=tuple(_sync_evidence(ctx, w)),
         mechanism=mech,
         fix=fix,
-        expect=tuple(expect),
+        expect=tuple(_sync_expect(w)),
         confidence=_confidence(
             share,
             w,
