@@ -95,6 +95,7 @@ kineto() {  # kineto ID PROGRAM: whole-process PyTorch profiler trace
 }
 nsysc() {  # nsysc ID PROGRAM: whole-process nsys capture, exported to SQLite in the background
   local id=$1
+  want "$id" || return 0
   capture "$id" "$O/$id.nsys-rep" nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none -o "$O/$id" \
     python3 "$W/$2" || return 1
   record "$O/$id.sqlite" nsys export --type sqlite -o "$O/$id.sqlite" "$O/$id.nsys-rep"
@@ -132,7 +133,7 @@ if [ ${#ONLY[@]} -eq 0 ]; then
   {
     (cd $W && python3 kernels.py --list) | sed 's/^/kernels.py /'
     echo "triton_mm.py poor"; echo "triton_mm.py good"; echo "scaled_mm_fp8.py"; echo "int_mm_int8.py"
-    echo "compile_graph_break.py"; echo "compile_graph_break.py --fixed --time"; echo "compiled_ffn_train.py"
+    echo "compile_graph_break.py"; echo "compile_graph_break.py --fixed --time"; echo "per_sample_loop.py --time"
     echo "pinned_overlap.py"
   } | xargs -P 16 -I{} sh -c "cd $W && timeout 150 python3 {} > \"../../$O/check_\$(echo '{}' | tr ' ./-' '____').log\" 2>&1 || echo 'CHECK FAIL {}'"
   grep -h "check:" $O/check_*.log
@@ -151,25 +152,35 @@ cuda   causal_tail          causal_decay
 cuda   embag_fit            embag_sum
 torchk triton_mm_poor       matmul_kernel triton_mm.py poor
 torchk lib_fp8_scaled_mm    'gemm|Gemm|nvjet|xmma|cutlass|sm90|sm89|Kernel' scaled_mm_fp8.py
-nsysc  compiled_ffn_train   compiled_ffn_train.py
+cuda   poly_x8_lowocc       poly_eval_x8
+kineto per_sample_loop      per_sample_loop.py
 torchk lib_int8_int_mm      'gemm|Gemm|nvjet|xmma|cutlass|sm90|sm80|Kernel|imma|igemm' int_mm_int8.py
 torchk triton_mm_good       matmul_kernel triton_mm.py good
 
 # ---------------------------------------------------------------- plain timings (no profiler), if time is left
-if [ ${#ONLY[@]} -eq 0 ] && [ $((SECONDS - T_START)) -lt $((HARD - 45)) ]; then
-  log "plain timings"
-  {
-    (cd $W && timeout 40 python3 kernels.py --all)
-    for p in "triton_mm.py poor" "triton_mm.py good" "scaled_mm_fp8.py" "int_mm_int8.py"; do
-      [ $((SECONDS - T_START)) -lt $((HARD - 25)) ] || break
-      (cd $W && timeout 20 python3 $p --sanity)
-    done
-    [ $((SECONDS - T_START)) -lt $((HARD - 25)) ] && (cd $W && timeout 20 python3 compile_graph_break.py --time)
-    [ $((SECONDS - T_START)) -lt $((HARD - 25)) ] && (cd $W && timeout 20 python3 compile_graph_break.py --time --fixed)
-    [ $((SECONDS - T_START)) -lt $((HARD - 20)) ] && (cd $W && timeout 15 python3 loader_workers.py --loader-only)
-  } > $O/plain_timings.txt 2>&1
-  cat $O/plain_timings.txt
-fi
+# one line per capture id: the control runs beside it (with ids given, only theirs)
+plain() {  # plain ID CMD...: append CMD's output to plain_timings.txt
+  local id=$1; shift
+  want "$id" || return 0
+  [ $((SECONDS - T_START)) -lt $((HARD - 25)) ] || { echo "plain $id skipped (GEN_HARD_S)" >> $O/plain_timings.txt; return 0; }
+  (cd $W && timeout 40 "$@") >> $O/plain_timings.txt 2>&1
+}
+: > $O/plain_timings.txt
+log "plain timings"
+plain mish_fp64          python3 kernels.py --plain mish_fp64 mish_fp32
+plain poly_smem_lowocc   python3 kernels.py --plain poly_smem_lowocc poly_smem_fit
+plain poly_x8_lowocc     python3 kernels.py --plain poly_x8_lowocc poly_x8_fit
+plain embag_lowocc       python3 kernels.py --plain embag_lowocc embag_fit
+plain causal_tail        python3 kernels.py --plain causal_tail causal_reversed
+plain triton_mm_poor     python3 triton_mm.py poor --sanity
+plain triton_mm_good     python3 triton_mm.py good --sanity
+plain lib_fp8_scaled_mm  python3 scaled_mm_fp8.py --sanity
+plain lib_int8_int_mm    python3 int_mm_int8.py --sanity
+plain compile_graph_break python3 compile_graph_break.py --time
+plain compile_graph_break python3 compile_graph_break.py --time --fixed
+plain per_sample_loop    python3 per_sample_loop.py --time
+plain loader_workers     python3 loader_workers.py --loader-only
+cat $O/plain_timings.txt
 
 # ---------------------------------------------------------------- pack
 log "waiting for the nsys exports"
@@ -189,8 +200,8 @@ for f in $O/*.ncu-rep; do
   esac
 done
 ls $O/*.ncu-rep 2>/dev/null | xargs -r -P 16 -n 1 gzip -9 -n -f
-[ ${#ONLY[@]} -gt 0 ] && mv $O/commands.tsv $O/commands.partial.tsv
-tar -cf "$DEST/blind4_files.tar" -C $O $(cd $O && ls *.gz *.tsv versions.json plain_timings.txt 2>/dev/null)
+[ ${#ONLY[@]} -gt 0 ] && mv $O/commands.tsv $O/commands.partial.tsv && mv $O/plain_timings.txt $O/plain_timings.partial.txt
+tar -cf "$DEST/blind4_files.tar" -C $O $(cd $O && ls *.gz *.tsv versions.json plain_timings*.txt 2>/dev/null)
 tar -czf "$DEST/blind4_logs.tar.gz" -C $O $(cd $O && ls *.log versions.err 2>/dev/null)
 ls -l "$DEST"
 du -ch $O/*.gz 2>/dev/null | tail -n 1

@@ -5,6 +5,7 @@
     python3 kernels.py --list      print the names
     python3 kernels.py --all       run every workload one after the other, then time each one 10 more times
                                    (plain timings: median of CUDA-event times, no profiler)
+    python3 kernels.py --plain NAME...   the same for the named workloads
 
 Each workload compiles one .cu file of this folder with -lineinfo (see _common.py) and launches one
 kernel; data/validation/blind4/generate.sh profiles the 4th launch with
@@ -90,8 +91,8 @@ def mish_fp32() -> None:  # control: plain timing only
 POLY_DEG, POLY_MAX_DEG, POLY_N = 512, 40959, 1 << 24
 
 
-def _poly(smem_floats: int, label: str) -> None:
-    k = load_kernel("poly_smem.cu", "poly_eval")
+def _poly(smem_floats: int, label: str, cu: str = "poly_smem.cu", name: str = "poly_eval") -> None:
+    k = load_kernel(cu, name)
     smem = 4 * smem_floats
     k.max_dynamic_shared_size_bytes = smem
     cp.random.seed(2)
@@ -119,6 +120,14 @@ def poly_smem_lowocc() -> None:
 
 def poly_smem_fit() -> None:  # control: the buffer sized for deg + 1
     _poly(POLY_DEG + 1, "poly_eval (smem for deg + 1: 2 KB)")
+
+
+def poly_x8_lowocc() -> None:  # the k loop unrolled by 8, coefficients read ahead (poly_smem_x8.cu)
+    _poly(POLY_MAX_DEG + 1, "poly_eval_x8 (smem for MAX_DEG: 160 KB)", "poly_smem_x8.cu", "poly_eval_x8")
+
+
+def poly_x8_fit() -> None:  # control
+    _poly(POLY_DEG + 1, "poly_eval_x8 (smem for deg + 1: 2 KB)", "poly_smem_x8.cu", "poly_eval_x8")
 
 
 # ----------------------------------------------------------------------------- EmbeddingBag sum, random rows
@@ -190,7 +199,7 @@ def causal_reversed() -> None:  # control: heaviest rows first
 
 WORKLOADS = {f.__name__: f for f in (
     mish_fp64, poly_smem_lowocc, embag_lowocc, embag_fit, causal_tail,
-    mish_fp32, poly_smem_fit, causal_reversed,
+    mish_fp32, poly_smem_fit, causal_reversed, poly_x8_lowocc, poly_x8_fit,
 )}
 
 
@@ -199,9 +208,9 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] == "--list":
         print("\n".join(WORKLOADS))
         return 0
-    if argv[0] == "--all":
+    if argv[0] in ("--all", "--plain"):
         PLAIN = True
-    names = list(WORKLOADS) if argv[0] == "--all" else argv
+    names = list(WORKLOADS) if argv[0] == "--all" else [a for a in argv if a != "--plain"]
     bad = 0
     for name in names:
         try:

@@ -77,4 +77,4 @@ if __name__ == "__main__":
             next(it)
         print(f"loader alone: {(time.perf_counter() - t0) / 40 * 1e3:.2f} ms per batch of {BATCH} ({WORKERS} workers)")
     else:
-        run(setup, step, steps=40)
+        run(setup, step, steps=22)
