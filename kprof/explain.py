@@ -103,8 +103,11 @@ class _Entry:
     also: tuple[str, ...] = ()
 
 
-_TIMELINE = "kprof/diagnose/timeline.py"
-_JOB = "kprof/diagnose/job.py"
+_TIMELINE = "kprof/diagnose/timeline/"
+_CLASSIFY = _TIMELINE + "classify.py"
+_CONTEXT = _TIMELINE + "context.py"
+_JOB = "kprof/diagnose/job/"
+_JOB_STATS = _JOB + "stats.py"
 _RULES = "kprof/rules/kernel/"
 _RESOURCE = _RULES + "resource.py"
 _VERDICT = _RULES + "verdict.py"
@@ -136,7 +139,8 @@ _ENTRIES: dict[str, _Entry] = {
             "TYPICAL_LAUNCH_OVERHEAD_NS",
             "MIN_FINDING_SHARE",
         ),
-        _TIMELINE,
+        _TIMELINE + "launch.py",
+        (_CLASSIFY, _CONTEXT),
     ),
     "host_compute_bound": _Entry(
         "timeline",
@@ -159,7 +163,8 @@ _ENTRIES: dict[str, _Entry] = {
             "MIN_ITERATIONS_FOR_WARMUP_DROP",
             "MIN_FINDING_SHARE",
         ),
-        _TIMELINE,
+        _TIMELINE + "host_compute.py",
+        (_CLASSIFY,),
     ),
     "sync_bound": _Entry(
         "timeline",
@@ -172,7 +177,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Remove the synchronization from the loop: keep values on the GPU, check them every N steps, or copy "
         "them asynchronously to pinned memory and read them one step later.",
         ("CLOCK_ALIGNMENT_SLACK_NS", "BLOCKING_COPY_SHARE", "GPU_BOUND_BUSY_FRACTION", "MIN_FINDING_SHARE"),
-        _TIMELINE,
+        _TIMELINE + "sync.py",
+        (_CLASSIFY, _CONTEXT),
     ),
     "transfer_bound": _Entry(
         "timeline",
@@ -190,7 +196,8 @@ _ENTRIES: dict[str, _Entry] = {
             "GPU_SHARE_OVER_CAUSE",
             "HOST_LINK_PEAK_BYTES_PER_S",
         ),
-        _TIMELINE,
+        _TIMELINE + "transfer.py",
+        (_CLASSIFY, _CONTEXT),
     ),
     "gpu_bound": _Entry(
         "timeline",
@@ -211,7 +218,8 @@ _ENTRIES: dict[str, _Entry] = {
             "DOMINANT_SHARE",
             "TOP_KERNELS",
         ),
-        _TIMELINE,
+        _TIMELINE + "gpu_bound.py",
+        (_CLASSIFY, _TIMELINE + "kernels.py"),
     ),
     "startup_bound": _Entry(
         "timeline",
@@ -231,7 +239,8 @@ _ENTRIES: dict[str, _Entry] = {
             "REPEATED_WORK_SHARE",
             "CONTEXT_CREATION_RATIO",
         ),
-        _TIMELINE,
+        _TIMELINE + "startup.py",
+        (_TIMELINE + "iterations.py", _CONTEXT),
     ),
     # ------------------------------------------------------------------ job
     "straggler": _Entry(
@@ -248,7 +257,8 @@ _ENTRIES: dict[str, _Entry] = {
             "STRAGGLER_WAIT_MATCH",
             "STRAGGLER_MAX_FRACTION",
         ),
-        _JOB,
+        _JOB + "straggler.py",
+        (_JOB_STATS,),
     ),
     "communication_bound": _Entry(
         "job",
@@ -258,7 +268,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Overlap communication with compute (DDP bucket sizes, FSDP prefetch), communicate less (gradient "
         "accumulation, compression) or use a faster interconnect path.",
         ("LOAD_IMBALANCE_SPREAD", "STRAGGLER_MIN_EXCESS"),
-        _JOB,
+        _JOB + "balance.py",
+        (_JOB + "classify.py",),
     ),
     "load_imbalance": _Entry(
         "job",
@@ -268,7 +279,8 @@ _ENTRIES: dict[str, _Entry] = {
         "rank's excess is at least STRAGGLER_MIN_STEP_SHARE of the step.",
         "Balance the work: equal shard sizes, sequence-length bucketing, or a partition by measured cost.",
         ("LOAD_IMBALANCE_SPREAD", "STRAGGLER_MAX_FRACTION", "STRAGGLER_MIN_STEP_SHARE"),
-        _JOB,
+        _JOB + "balance.py",
+        (_JOB + "classify.py",),
     ),
     # ------------------------------------------------------------------ kernel, resource
     "dram_bandwidth_bound": _Entry(

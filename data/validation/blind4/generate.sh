@@ -95,6 +95,7 @@ kineto() {  # kineto ID PROGRAM: whole-process PyTorch profiler trace
 }
 nsysc() {  # nsysc ID PROGRAM: whole-process nsys capture, exported to SQLite in the background
   local id=$1
+  want "$id" || return 0
   capture "$id" "$O/$id.nsys-rep" nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none -o "$O/$id" \
     python3 "$W/$2" || return 1
   record "$O/$id.sqlite" nsys export --type sqlite -o "$O/$id.sqlite" "$O/$id.nsys-rep"
