@@ -374,35 +374,327 @@ def read_kineto(path: str | os.PathLike[str]) -> Timeline:
     if not p.is_file():
         raise KprofInputError(p, "no such file")
     top: dict[str, Any] = {}
-    I64 = "q"
-    k_cols = {
-        k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "name", "gx", "gy", "gz", "bx", "by", "bz")
-    }
-    c_cols = {k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "dir", "bytes", "src", "dst")}
-    m_cols = {k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "bytes")}
-    y_cols = {k: array(I64) for k in ("s", "e", "dev", "stream", "corr", "kind")}
-    a_cols = {k: array(I64) for k in ("s", "e", "tid", "corr", "name")}
-    h_cols = {k: array(I64) for k in ("s", "e", "tid", "name")}
-    r_cols = {k: array(I64) for k in ("s", "e", "tid", "name")}
-    st_cols = {k: array(I64) for k in ("s", "e", "tid", "num")}
-    knames, anames, hnames, rnames = _Names(), _Names(), _Names(), _Names()
-    threads: dict[tuple[Any, Any], int] = {}
-    thread_names: dict[tuple[Any, Any], str] = {}
-    process_names: dict[Any, str] = {}
-    capture: list[tuple[int, int]] = []
-    other: dict[str, int] = {}
-    no_time: dict[str, list[Any]] = {}  # table -> [events without a usable time, the first one]
-    has_grid = True
-    n_events = 0
+    col = _collect(p, top)
+    if "traceEvents" not in top:
+        keys = ", ".join(sorted(top)[:5]) or "none"
+        raise KprofInputError(
+            p, f"JSON but not a PyTorch profiler trace (no traceEvents list; top-level keys: {keys})"
+        )
 
-    def thread_of(ev: dict[str, Any]) -> int:
+    if col.n_events and not col.n_chrome:
+        raise KprofInputError(
+            p, "JSON but not a PyTorch profiler trace (traceEvents entries have no 'ph' field)"
+        )
+    return col.timeline(path, top)
+
+
+_I64 = "q"
+
+
+class _Columns:
+    """A trace's events read so far, column by column, per table (:func:`_collect`)."""
+
+    def __init__(self) -> None:
+        def cols(*names: str) -> dict[str, array]:
+            return {k: array(_I64) for k in names}
+
+        self.k = cols("s", "e", "dev", "stream", "corr", "name", "gx", "gy", "gz", "bx", "by", "bz")
+        self.c = cols("s", "e", "dev", "stream", "corr", "dir", "bytes", "src", "dst")
+        self.m = cols("s", "e", "dev", "stream", "corr", "bytes")
+        self.y = cols("s", "e", "dev", "stream", "corr", "kind")
+        self.a = cols("s", "e", "tid", "corr", "name")
+        self.h = cols("s", "e", "tid", "name")
+        self.r = cols("s", "e", "tid", "name")
+        self.st = cols("s", "e", "tid", "num")
+        self.knames, self.anames, self.hnames, self.rnames = _Names(), _Names(), _Names(), _Names()
+        self.threads: dict[tuple[Any, Any], int] = {}
+        self.thread_names: dict[tuple[Any, Any], str] = {}
+        self.process_names: dict[Any, str] = {}
+        self.capture: list[tuple[int, int]] = []
+        self.other: dict[str, int] = {}
+        self.no_time: dict[str, list[Any]] = {}  # table -> [events without a usable time, the first one]
+        self.has_grid = True
+        self.n_events = 0
+        self.n_chrome = 0
+
+    def thread_of(self, ev: dict[str, Any]) -> int:
         key = (_hashable(ev.get("pid")), _hashable(ev.get("tid")))
-        t = threads.get(key)
+        t = self.threads.get(key)
         if t is None:
-            t = threads[key] = len(threads)
+            t = self.threads[key] = len(self.threads)
         return t
 
-    n_chrome = 0
+    def metadata(self, ev: dict[str, Any]) -> None:
+        """A ``ph: M`` event: a thread's or a process's name."""
+        name = ev.get("name")
+        args = _args(ev)
+        if name == "thread_name":
+            self.thread_names[(_hashable(ev.get("pid")), _hashable(ev.get("tid")))] = _text(
+                str(args.get("name", ""))
+            )
+        elif name == "process_name":
+            self.process_names[_hashable(ev.get("pid"))] = _text(str(args.get("name", "")))
+
+    def untimed(self, ev: dict[str, Any], cat: str) -> None:
+        """An event whose ts/dur is not a time: counted, and the first of its table kept for the note."""
+        self.other["events without a valid ts/dur"] = self.other.get("events without a valid ts/dur", 0) + 1
+        table = _table_of(cat, str(ev.get("name", "")))
+        if table is not None:
+            n_first = self.no_time.setdefault(
+                table,
+                [
+                    0,
+                    f"{_text(str(ev.get('name', '')))[:80]!r} with ts {ev.get('ts')!r}, dur {ev.get('dur')!r}",
+                ],
+            )
+            n_first[0] += 1
+
+    def kernel(self, ev: dict[str, Any], s: int, e: int, args: dict[str, Any]) -> None:
+        kc = self.k
+        kc["s"].append(s)
+        kc["e"].append(e)
+        kc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
+        kc["stream"].append(_int(args.get("stream", ev.get("tid"))))
+        kc["corr"].append(_int(args.get("correlation")))
+        kc["name"].append(self.knames.id(str(ev.get("name", ""))))
+        g = args.get("grid")
+        b = args.get("block")
+        if isinstance(g, list) and isinstance(b, list) and len(g) == 3 and len(b) == 3:
+            kc["gx"].append(_int(g[0]))
+            kc["gy"].append(_int(g[1]))
+            kc["gz"].append(_int(g[2]))
+            kc["bx"].append(_int(b[0]))
+            kc["by"].append(_int(b[1]))
+            kc["bz"].append(_int(b[2]))
+        else:
+            self.has_grid = False
+
+    def api(self, ev: dict[str, Any], s: int, e: int, args: dict[str, Any]) -> None:
+        ac = self.a
+        ac["s"].append(s)
+        ac["e"].append(e)
+        ac["tid"].append(self.thread_of(ev))
+        ac["corr"].append(_int(args.get("correlation")))
+        ac["name"].append(self.anames.id(str(ev.get("name", ""))))
+
+    def host(self, ev: dict[str, Any], cat: str, s: int, e: int) -> None:
+        """A host operator or annotation: a profiler step, a user range, or an operator."""
+        name = str(ev.get("name", ""))
+        tid = self.thread_of(ev)
+        if name.startswith(_STEP_PREFIX):
+            sc = self.st
+            sc["s"].append(s)
+            sc["e"].append(e)
+            sc["tid"].append(tid)
+            sc["num"].append(_int(name[len(_STEP_PREFIX) :]))
+        elif cat in _ANNOTATION:
+            rc = self.r
+            rc["s"].append(s)
+            rc["e"].append(e)
+            rc["tid"].append(tid)
+            rc["name"].append(self.rnames.id(name))
+        else:
+            hc = self.h
+            hc["s"].append(s)
+            hc["e"].append(e)
+            hc["tid"].append(tid)
+            hc["name"].append(self.hnames.id(name))
+
+    def device_op(
+        self, cols: dict[str, array], ev: dict[str, Any], s: int, e: int, args: dict[str, Any]
+    ) -> None:
+        """The columns a copy, a memset and a sync share."""
+        cols["s"].append(s)
+        cols["e"].append(e)
+        cols["dev"].append(_int(args.get("device", ev.get("pid")), 0))
+        cols["stream"].append(_int(args.get("stream", ev.get("tid"))))
+        cols["corr"].append(_int(args.get("correlation")))
+
+    def copy(self, ev: dict[str, Any], s: int, e: int, args: dict[str, Any]) -> None:
+        cc = self.c
+        d, src, dst = _copy_kind(str(ev.get("name", "")))
+        self.device_op(cc, ev, s, e, args)
+        cc["dir"].append(d)
+        cc["bytes"].append(_int(args.get("bytes"), 0))
+        cc["src"].append(src)
+        cc["dst"].append(dst)
+
+    def memset(self, ev: dict[str, Any], s: int, e: int, args: dict[str, Any]) -> None:
+        self.device_op(self.m, ev, s, e, args)
+        self.m["bytes"].append(_int(args.get("bytes"), 0))
+
+    def sync(self, ev: dict[str, Any], s: int, e: int, args: dict[str, Any]) -> None:
+        self.device_op(self.y, ev, s, e, args)
+        kind = str(args.get("cuda_sync_kind", ev.get("name", ""))).lower()
+        self.y["kind"].append(_SYNC_KIND.get(kind, 0))
+
+    def kernel_table(self) -> KernelTable:
+        k_cols = self.k
+        kn = len(k_cols["s"])
+        grid = block = None
+        if kn and self.has_grid and len(k_cols["gx"]) == kn:
+            grid = np.stack([_arr(k_cols[c], "int32") for c in ("gx", "gy", "gz")], axis=1)
+            block = np.stack([_arr(k_cols[c], "int32") for c in ("bx", "by", "bz")], axis=1)
+        return KernelTable(
+            start_ns=_arr(k_cols["s"], "int64"),
+            end_ns=_arr(k_cols["e"], "int64"),
+            device=_arr(k_cols["dev"], "int16"),
+            stream=_arr(k_cols["stream"], "int32"),
+            correlation=_arr(k_cols["corr"], "int64"),
+            name_id=_arr(k_cols["name"], "int32"),
+            names=tuple(self.knames.names),
+            grid=grid,
+            block=block,
+        )
+
+    def device_tables(self) -> tuple[CopyTable, MemsetTable, SyncTable]:
+        c_cols, m_cols, y_cols = self.c, self.m, self.y
+        copies = CopyTable(
+            start_ns=_arr(c_cols["s"], "int64"),
+            end_ns=_arr(c_cols["e"], "int64"),
+            device=_arr(c_cols["dev"], "int16"),
+            stream=_arr(c_cols["stream"], "int32"),
+            correlation=_arr(c_cols["corr"], "int64"),
+            direction=_arr(c_cols["dir"], "int8"),
+            bytes=_arr(c_cols["bytes"], "int64"),
+            src_kind=_arr(c_cols["src"], "int8"),
+            dst_kind=_arr(c_cols["dst"], "int8"),
+        )
+        memsets = MemsetTable(
+            start_ns=_arr(m_cols["s"], "int64"),
+            end_ns=_arr(m_cols["e"], "int64"),
+            device=_arr(m_cols["dev"], "int16"),
+            stream=_arr(m_cols["stream"], "int32"),
+            correlation=_arr(m_cols["corr"], "int64"),
+            bytes=_arr(m_cols["bytes"], "int64"),
+        )
+        syncs = SyncTable(
+            start_ns=_arr(y_cols["s"], "int64"),
+            end_ns=_arr(y_cols["e"], "int64"),
+            device=_arr(y_cols["dev"], "int16"),
+            stream=_arr(y_cols["stream"], "int32"),
+            correlation=_arr(y_cols["corr"], "int64"),
+            kind=_arr(y_cols["kind"], "int8"),
+        )
+        return copies, memsets, syncs
+
+    def host_tables(self) -> tuple[ApiTable, HostOpTable, RangeTable, StepTable]:
+        a_cols, h_cols, r_cols, st_cols = self.a, self.h, self.r, self.st
+        api_name_id = _arr(a_cols["name"], "int32")
+        api = ApiTable(
+            start_ns=_arr(a_cols["s"], "int64"),
+            end_ns=_arr(a_cols["e"], "int64"),
+            thread=_arr(a_cols["tid"], "int32"),
+            correlation=_arr(a_cols["corr"], "int64"),
+            name_id=api_name_id,
+            names=tuple(self.anames.names),
+            category=ApiTable.categories_for(self.anames.names, api_name_id),
+        )
+        host_ops = HostOpTable(
+            start_ns=_arr(h_cols["s"], "int64"),
+            end_ns=_arr(h_cols["e"], "int64"),
+            thread=_arr(h_cols["tid"], "int32"),
+            name_id=_arr(h_cols["name"], "int32"),
+            names=tuple(self.hnames.names),
+        )
+        ranges = RangeTable(
+            start_ns=_arr(r_cols["s"], "int64"),
+            end_ns=_arr(r_cols["e"], "int64"),
+            thread=_arr(r_cols["tid"], "int32"),
+            name_id=_arr(r_cols["name"], "int32"),
+            names=tuple(self.rnames.names),
+        )
+        steps = StepTable(
+            start_ns=_arr(st_cols["s"], "int64"),
+            end_ns=_arr(st_cols["e"], "int64"),
+            thread=_arr(st_cols["tid"], "int32"),
+            number=_arr(st_cols["num"], "int64"),
+        )
+        if len(steps) > 1:
+            order = np.argsort(steps.start_ns, kind="stable")
+            steps = StepTable(
+                start_ns=steps.start_ns[order],
+                end_ns=steps.end_ns[order],
+                thread=steps.thread[order],
+                number=steps.number[order],
+            )
+        return api, host_ops, ranges, steps
+
+    def thread_labels(self) -> list[str]:
+        labels = []
+        for key in self.threads:
+            pid, tid = key
+            name = self.thread_names.get(key) or self.process_names.get(pid) or ""
+            label = f"pid {pid} tid {tid}"
+            labels.append(f"{name} ({label})" if name else label)
+        return labels
+
+    def timeline(self, path: str | os.PathLike[str], top: dict[str, Any]) -> Timeline:
+        """The :class:`Timeline` of what was read (``top``: the trace's top-level fields)."""
+        kernels = self.kernel_table()
+        copies, memsets, syncs = self.device_tables()
+        api, host_ops, ranges, steps = self.host_tables()
+        other = self.other
+        gpus = _gpus(top.get("deviceProperties"), kernels)
+        labels = self.thread_labels()
+        notes: list[str] = []
+        if other.get("cuda_profiler_range"):
+            notes.append(
+                f"{other['cuda_profiler_range']} CUPTI range-profiler events (cuda_profiler_range): a counter "
+                "collection, not a kernel timeline"
+            )
+        if self.n_events == 0:
+            notes.append("the trace holds no events")
+        capture = self.capture
+        cap_s = min(c[0] for c in capture) if capture else None
+        cap_e = max(c[1] for c in capture) if capture else None
+        schema = top.get("schemaVersion")
+        proc = next(
+            (v for v in self.process_names.values() if v and v.lower() not in ("", "spans", "traces")), ""
+        )
+        sizes = {"kernels": kernels, "copies": copies, "memsets": memsets, "syncs": syncs, "api": api}
+        sizes |= {"host_ops": host_ops, "ranges": ranges, "steps": steps}
+        damaged = [
+            DamagedRows(
+                table=table,
+                count=n,
+                total=n + len(sizes[table]),
+                why="a ts or dur that is not a time (not a number, or beyond 2**62 ns)",
+                first=first,
+            )
+            for table, (n, first) in self.no_time.items()
+        ]
+        notes += [d.describe() for d in damaged]
+        return Timeline(
+            source=str(path),
+            format="kineto",
+            gpus=gpus,
+            kernels=kernels,
+            copies=copies,
+            memsets=memsets,
+            syncs=syncs,
+            api=api,
+            host_ops=host_ops,
+            ranges=ranges,
+            steps=steps,
+            threads=tuple(labels),
+            capture_start_ns=cap_s,
+            capture_end_ns=cap_e,
+            tool_version=f"PyTorch profiler (Kineto) trace, schema {schema}"
+            if schema is not None
+            else "PyTorch profiler (Kineto) trace",
+            command=proc,
+            notes=tuple(notes),
+            has_host_trace=len(api) > 0,
+            counts=other,
+            damaged=tuple(damaged),
+        )
+
+
+def _collect(p: Path, top: dict[str, Any]) -> _Columns:
+    """Read every event of the trace into columns (``top`` receives its top-level fields)."""
+    col = _Columns()
+    n_events = n_chrome = 0
     for ev in _iter_trace(p, top):
         n_events += 1
         ph = ev.get("ph")
@@ -410,14 +702,7 @@ def read_kineto(path: str | os.PathLike[str]) -> Timeline:
             continue
         n_chrome += 1
         if ph == "M":
-            name = ev.get("name")
-            args = _args(ev)
-            if name == "thread_name":
-                thread_names[(_hashable(ev.get("pid")), _hashable(ev.get("tid")))] = _text(
-                    str(args.get("name", ""))
-                )
-            elif name == "process_name":
-                process_names[_hashable(ev.get("pid"))] = _text(str(args.get("name", "")))
+            col.metadata(ev)
             continue
         if ph != "X":
             continue
@@ -431,249 +716,27 @@ def read_kineto(path: str | os.PathLike[str]) -> Timeline:
             if not (-_TS_LIMIT < s < _TS_LIMIT and -_TS_LIMIT < e < _TS_LIMIT):
                 raise ValueError("out of range")
         except (KeyError, TypeError, ValueError, OverflowError):
-            other["events without a valid ts/dur"] = other.get("events without a valid ts/dur", 0) + 1
-            table = _table_of(cat, str(ev.get("name", "")))
-            if table is not None:
-                n_first = no_time.setdefault(
-                    table,
-                    [
-                        0,
-                        f"{_text(str(ev.get('name', '')))[:80]!r} with ts {ev.get('ts')!r}, dur {ev.get('dur')!r}",
-                    ],
-                )
-                n_first[0] += 1
+            col.untimed(ev, cat)
             continue
         args = _args(ev)
         if cat in _KERNEL:
-            kc = k_cols
-            kc["s"].append(s)
-            kc["e"].append(e)
-            kc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
-            kc["stream"].append(_int(args.get("stream", ev.get("tid"))))
-            kc["corr"].append(_int(args.get("correlation")))
-            kc["name"].append(knames.id(str(ev.get("name", ""))))
-            g = args.get("grid")
-            b = args.get("block")
-            if isinstance(g, list) and isinstance(b, list) and len(g) == 3 and len(b) == 3:
-                kc["gx"].append(_int(g[0]))
-                kc["gy"].append(_int(g[1]))
-                kc["gz"].append(_int(g[2]))
-                kc["bx"].append(_int(b[0]))
-                kc["by"].append(_int(b[1]))
-                kc["bz"].append(_int(b[2]))
-            else:
-                has_grid = False
+            col.kernel(ev, s, e, args)
         elif cat in _API:
-            ac = a_cols
-            ac["s"].append(s)
-            ac["e"].append(e)
-            ac["tid"].append(thread_of(ev))
-            ac["corr"].append(_int(args.get("correlation")))
-            ac["name"].append(anames.id(str(ev.get("name", ""))))
+            col.api(ev, s, e, args)
         elif cat in _HOST_OP or cat in _ANNOTATION:
-            name = str(ev.get("name", ""))
-            tid = thread_of(ev)
-            if name.startswith(_STEP_PREFIX):
-                sc = st_cols
-                sc["s"].append(s)
-                sc["e"].append(e)
-                sc["tid"].append(tid)
-                sc["num"].append(_int(name[len(_STEP_PREFIX) :]))
-            elif cat in _ANNOTATION:
-                rc = r_cols
-                rc["s"].append(s)
-                rc["e"].append(e)
-                rc["tid"].append(tid)
-                rc["name"].append(rnames.id(name))
-            else:
-                hc = h_cols
-                hc["s"].append(s)
-                hc["e"].append(e)
-                hc["tid"].append(tid)
-                hc["name"].append(hnames.id(name))
+            col.host(ev, cat, s, e)
         elif cat in _COPY:
-            cc = c_cols
-            d, src, dst = _copy_kind(str(ev.get("name", "")))
-            cc["s"].append(s)
-            cc["e"].append(e)
-            cc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
-            cc["stream"].append(_int(args.get("stream", ev.get("tid"))))
-            cc["corr"].append(_int(args.get("correlation")))
-            cc["dir"].append(d)
-            cc["bytes"].append(_int(args.get("bytes"), 0))
-            cc["src"].append(src)
-            cc["dst"].append(dst)
+            col.copy(ev, s, e, args)
         elif cat in _MEMSET:
-            mc = m_cols
-            mc["s"].append(s)
-            mc["e"].append(e)
-            mc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
-            mc["stream"].append(_int(args.get("stream", ev.get("tid"))))
-            mc["corr"].append(_int(args.get("correlation")))
-            mc["bytes"].append(_int(args.get("bytes"), 0))
+            col.memset(ev, s, e, args)
         elif cat in _SYNC:
-            yc = y_cols
-            yc["s"].append(s)
-            yc["e"].append(e)
-            yc["dev"].append(_int(args.get("device", ev.get("pid")), 0))
-            yc["stream"].append(_int(args.get("stream", ev.get("tid"))))
-            yc["corr"].append(_int(args.get("correlation")))
-            kind = str(args.get("cuda_sync_kind", ev.get("name", ""))).lower()
-            yc["kind"].append(_SYNC_KIND.get(kind, 0))
+            col.sync(ev, s, e, args)
         elif cat == "trace":
-            capture.append((s, e))
+            col.capture.append((s, e))
         else:
-            other[cat] = other.get(cat, 0) + 1
-
-    if "traceEvents" not in top:
-        keys = ", ".join(sorted(top)[:5]) or "none"
-        raise KprofInputError(
-            p, f"JSON but not a PyTorch profiler trace (no traceEvents list; top-level keys: {keys})"
-        )
-
-    if n_events and not n_chrome:
-        raise KprofInputError(
-            p, "JSON but not a PyTorch profiler trace (traceEvents entries have no 'ph' field)"
-        )
-
-    kn = len(k_cols["s"])
-    grid = block = None
-    if kn and has_grid and len(k_cols["gx"]) == kn:
-        grid = np.stack([_arr(k_cols[c], "int32") for c in ("gx", "gy", "gz")], axis=1)
-        block = np.stack([_arr(k_cols[c], "int32") for c in ("bx", "by", "bz")], axis=1)
-    kernels = KernelTable(
-        start_ns=_arr(k_cols["s"], "int64"),
-        end_ns=_arr(k_cols["e"], "int64"),
-        device=_arr(k_cols["dev"], "int16"),
-        stream=_arr(k_cols["stream"], "int32"),
-        correlation=_arr(k_cols["corr"], "int64"),
-        name_id=_arr(k_cols["name"], "int32"),
-        names=tuple(knames.names),
-        grid=grid,
-        block=block,
-    )
-    copies = CopyTable(
-        start_ns=_arr(c_cols["s"], "int64"),
-        end_ns=_arr(c_cols["e"], "int64"),
-        device=_arr(c_cols["dev"], "int16"),
-        stream=_arr(c_cols["stream"], "int32"),
-        correlation=_arr(c_cols["corr"], "int64"),
-        direction=_arr(c_cols["dir"], "int8"),
-        bytes=_arr(c_cols["bytes"], "int64"),
-        src_kind=_arr(c_cols["src"], "int8"),
-        dst_kind=_arr(c_cols["dst"], "int8"),
-    )
-    memsets = MemsetTable(
-        start_ns=_arr(m_cols["s"], "int64"),
-        end_ns=_arr(m_cols["e"], "int64"),
-        device=_arr(m_cols["dev"], "int16"),
-        stream=_arr(m_cols["stream"], "int32"),
-        correlation=_arr(m_cols["corr"], "int64"),
-        bytes=_arr(m_cols["bytes"], "int64"),
-    )
-    syncs = SyncTable(
-        start_ns=_arr(y_cols["s"], "int64"),
-        end_ns=_arr(y_cols["e"], "int64"),
-        device=_arr(y_cols["dev"], "int16"),
-        stream=_arr(y_cols["stream"], "int32"),
-        correlation=_arr(y_cols["corr"], "int64"),
-        kind=_arr(y_cols["kind"], "int8"),
-    )
-    api_name_id = _arr(a_cols["name"], "int32")
-    api = ApiTable(
-        start_ns=_arr(a_cols["s"], "int64"),
-        end_ns=_arr(a_cols["e"], "int64"),
-        thread=_arr(a_cols["tid"], "int32"),
-        correlation=_arr(a_cols["corr"], "int64"),
-        name_id=api_name_id,
-        names=tuple(anames.names),
-        category=ApiTable.categories_for(anames.names, api_name_id),
-    )
-    host_ops = HostOpTable(
-        start_ns=_arr(h_cols["s"], "int64"),
-        end_ns=_arr(h_cols["e"], "int64"),
-        thread=_arr(h_cols["tid"], "int32"),
-        name_id=_arr(h_cols["name"], "int32"),
-        names=tuple(hnames.names),
-    )
-    ranges = RangeTable(
-        start_ns=_arr(r_cols["s"], "int64"),
-        end_ns=_arr(r_cols["e"], "int64"),
-        thread=_arr(r_cols["tid"], "int32"),
-        name_id=_arr(r_cols["name"], "int32"),
-        names=tuple(rnames.names),
-    )
-    steps = StepTable(
-        start_ns=_arr(st_cols["s"], "int64"),
-        end_ns=_arr(st_cols["e"], "int64"),
-        thread=_arr(st_cols["tid"], "int32"),
-        number=_arr(st_cols["num"], "int64"),
-    )
-    if len(steps) > 1:
-        order = np.argsort(steps.start_ns, kind="stable")
-        steps = StepTable(
-            start_ns=steps.start_ns[order],
-            end_ns=steps.end_ns[order],
-            thread=steps.thread[order],
-            number=steps.number[order],
-        )
-
-    gpus = _gpus(top.get("deviceProperties"), kernels)
-    labels = []
-    for key in threads:
-        pid, tid = key
-        name = thread_names.get(key) or process_names.get(pid) or ""
-        label = f"pid {pid} tid {tid}"
-        labels.append(f"{name} ({label})" if name else label)
-    notes: list[str] = []
-    if other.get("cuda_profiler_range"):
-        notes.append(
-            f"{other['cuda_profiler_range']} CUPTI range-profiler events (cuda_profiler_range): a counter "
-            "collection, not a kernel timeline"
-        )
-    if n_events == 0:
-        notes.append("the trace holds no events")
-    cap_s = min(c[0] for c in capture) if capture else None
-    cap_e = max(c[1] for c in capture) if capture else None
-    schema = top.get("schemaVersion")
-    proc = next((v for v in process_names.values() if v and v.lower() not in ("", "spans", "traces")), "")
-    sizes = {"kernels": kernels, "copies": copies, "memsets": memsets, "syncs": syncs, "api": api}
-    sizes |= {"host_ops": host_ops, "ranges": ranges, "steps": steps}
-    damaged = [
-        DamagedRows(
-            table=table,
-            count=n,
-            total=n + len(sizes[table]),
-            why="a ts or dur that is not a time (not a number, or beyond 2**62 ns)",
-            first=first,
-        )
-        for table, (n, first) in no_time.items()
-    ]
-    notes += [d.describe() for d in damaged]
-    return Timeline(
-        source=str(path),
-        format="kineto",
-        gpus=gpus,
-        kernels=kernels,
-        copies=copies,
-        memsets=memsets,
-        syncs=syncs,
-        api=api,
-        host_ops=host_ops,
-        ranges=ranges,
-        steps=steps,
-        threads=tuple(labels),
-        capture_start_ns=cap_s,
-        capture_end_ns=cap_e,
-        tool_version=f"PyTorch profiler (Kineto) trace, schema {schema}"
-        if schema is not None
-        else "PyTorch profiler (Kineto) trace",
-        command=proc,
-        notes=tuple(notes),
-        has_host_trace=len(api) > 0,
-        counts=other,
-        damaged=tuple(damaged),
-    )
+            col.other[cat] = col.other.get(cat, 0) + 1
+    col.n_events, col.n_chrome = n_events, n_chrome
+    return col
 
 
 def _table_of(cat: str, name: str) -> str | None:
