@@ -170,9 +170,32 @@ def plot_roofline(
     peak_flops, peak_bw = _peaks(roofs)
     levels = [lv for lv in levels if lv in LEVEL_STYLE]
 
-    # axis limits: cover points, ridge points and a decade around them
-    xs = [i for p in points + after_points for lv, i in p.intensity.items() if lv in levels]
-    ys = [p.flops for p in points + after_points]
+    x_lo, x_hi, y_lo, y_hi = _limits(points + after_points, peak_flops, peak_bw, levels)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    _draw_roofs(ax, levels, peak_flops, peak_bw, x_lo, x_hi)
+    _draw_points(ax, points, levels, annotate)
+    _draw_arrows(ax, points, all_points, all_after, levels)
+    legend_labels = _legends(ax, points, after_points, levels, annotate)
+    _notes(ax, skipped, _hidden_levels(launches, legend_labels, levels), after, levels)
+    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel("Performance [FLOP/s]")
+    ax.set_title("Roofline (peaks from the report; ncu-replayed rates)", fontsize=10)
+    ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
+    return ax
+
+
+def _limits(
+    points: Sequence[RooflinePoint],
+    peak_flops: dict[str, float],
+    peak_bw: dict[str, float],
+    levels: Sequence[str],
+) -> tuple[float, float, float, float]:
+    """Axis limits ``(x_lo, x_hi, y_lo, y_hi)``: the points, the ridge points and a decade around them."""
+    xs = [i for p in points for lv, i in p.intensity.items() if lv in levels]
+    ys = [p.flops for p in points]
     top = max(peak_flops.values()) if peak_flops else (max(ys) * 4 if ys else 1e12)
     ridges = [pf / b for pf in peak_flops.values() for lv, b in peak_bw.items() if lv in levels]
     x_all = xs + ridges
@@ -184,14 +207,19 @@ def plot_roofline(
     y_cands = ys + [b * x_lo for b in peak_bw.values()]
     y_lo = 10 ** math.floor(math.log10(max(min(y_cands), 1.0)) - 0.5) if y_cands else top / 1e6
     y_hi = 10 ** math.ceil(math.log10(top) + 0.3)
+    return x_lo, x_hi, y_lo, y_hi
 
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo, y_hi)
 
-    # roofs: one memory diagonal per level up to the highest compute ceiling,
-    # one horizontal ceiling per precision
+def _draw_roofs(
+    ax: Axes,
+    levels: Sequence[str],
+    peak_flops: dict[str, float],
+    peak_bw: dict[str, float],
+    x_lo: float,
+    x_hi: float,
+) -> None:
+    """One memory diagonal per level up to the highest compute ceiling, one horizontal ceiling per
+    precision (equal peaks share one line and one label)."""
     roof_top = max(peak_flops.values()) if peak_flops else None
     for lv in levels:
         if lv not in peak_bw:
@@ -204,7 +232,7 @@ def plot_roofline(
             label=f"{name} roof {si(b, 'B/s')}", gid=f"roof-{lv}",
         )  # fmt: skip
     bw_max = max((peak_bw[lv] for lv in levels if lv in peak_bw), default=None)
-    ceilings: list[tuple[float, list[str]]] = []  # equal peaks share one line and one label
+    ceilings: list[tuple[float, list[str]]] = []
     for prec, pf in sorted(peak_flops.items(), key=lambda kv: -kv[1]):
         if ceilings and abs(ceilings[-1][0] - pf) <= 0.01 * pf:
             ceilings[-1][1].append(prec)
@@ -232,7 +260,9 @@ def plot_roofline(
             color="0.3",
         )
 
-    # kernels: same colour per kernel, marker per memory level
+
+def _draw_points(ax: Axes, points: Sequence[RooflinePoint], levels: Sequence[str], annotate: bool) -> None:
+    """The kernels: the same colour per kernel, a marker per memory level."""
     for i, p in enumerate(points):
         color = SERIES[i % len(SERIES)]
         for lv in levels:
@@ -250,7 +280,15 @@ def plot_roofline(
                     fontsize=8, color=color,
                 )  # fmt: skip
 
-    # before -> after arrows, matched in order, at the first level both measured
+
+def _draw_arrows(
+    ax: Axes,
+    points: Sequence[RooflinePoint],
+    all_points: Sequence[RooflinePoint | None],
+    all_after: Sequence[RooflinePoint | None],
+    levels: Sequence[str],
+) -> None:
+    """Before -> after arrows, matched in order, at the first level both measured."""
     colors = {id(p): SERIES[i % len(SERIES)] for i, p in enumerate(points)}
     for bp, ap in zip(all_points, all_after, strict=False):
         if bp is None or ap is None:
@@ -269,7 +307,16 @@ def plot_roofline(
             arrowprops={"arrowstyle": "->", "color": color, "linewidth": 1.5}, gid="arrow",
         )  # fmt: skip
 
-    # legend: roofs plus one proxy per marker
+
+def _legends(
+    ax: Axes,
+    points: Sequence[RooflinePoint],
+    after_points: Sequence[RooflinePoint],
+    levels: Sequence[str],
+    annotate: bool,
+) -> list[str]:
+    """The roofs' legend (plus one proxy per marker) and, for many kernels, the kernels' legend on the
+    right; returns the roofs' legend labels."""
     handles, labels = ax.get_legend_handles_labels()
     from matplotlib.lines import Line2D
 
@@ -293,11 +340,18 @@ def plot_roofline(
             kernel_handles, [p.label for p in points], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
             frameon=False, title="kernels", title_fontsize=8,
         )  # fmt: skip
+    return labels
+
+
+def _notes(
+    ax: Axes, skipped: Sequence[str], hidden: list[tuple[str, str, str]], after: Any, levels: Sequence[str]
+) -> None:
+    """The note in the lower right corner: launches not on the chart, and levels whose bytes the
+    counters cannot see (``hidden``, plus those of ``after``)."""
     notes = []
     if skipped:
         shown = ", ".join(skipped[:4]) + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
         notes.append(f"not on the chart (no floating-point work): {shown}")
-    hidden = _hidden_levels(launches, labels, levels)
     if after is not None:
         hidden += [(f"{n} (after)", lv, why) for n, lv, why in _hidden_levels(after, None, levels)]
     for lv in sorted({lv for _, lv, _ in hidden}):
@@ -312,11 +366,6 @@ def plot_roofline(
             0.99, 0.02, "\n".join(notes), transform=ax.transAxes,
             ha="right", va="bottom", fontsize=7, color="0.35", wrap=True, gid="skipped-note",
         )  # fmt: skip
-    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel("Performance [FLOP/s]")
-    ax.set_title("Roofline (peaks from the report; ncu-replayed rates)", fontsize=10)
-    ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
-    return ax
 
 
 __all__ = ["RooflinePoint", "plot_roofline", "roofline_points"]
