@@ -84,3 +84,19 @@ def test_draws_on_the_given_axes():
         assert not a.get_lines()
     finally:
         plt.close(fig)
+
+
+def test_hidden_level_note_names_the_launches_by_their_labels():
+    """Launches whose L1 bytes the counters cannot see (TMA loads) are named in the note by the labels given.
+    It once took the roofs' legend labels instead, whenever those were as many as the launches (three here:
+    L2 roof, L1 roof, kernel vs L2 bytes)."""
+    pytest.importorskip("ncu_report")
+    from pathlib import Path
+
+    import kprof
+
+    report = Path(__file__).resolve().parents[2] / "data" / "samples" / "ncu" / "tensor_core_bound.ncu-rep"
+    tc = kprof.load(report)[0]
+    ax = plot_roofline([tc, tc, tc], labels=["a", "b", "c"], levels=("l2", "l1"))
+    (note,) = [t for t in ax.texts if t.get_gid() == "skipped-note"]
+    assert "no L1 point for a, b, c: loads by TMA" in note.get_text()
