@@ -668,78 +668,14 @@ def set_aside_impossible(tl: Timeline) -> Timeline:
     KprofInputError
         When a table the diagnosis measures (:data:`MEASURED_TABLES`) had rows and has none left.
     """
-    from kprof.errors import KprofInputError
-    from kprof.thresholds import CLOCK_ALIGNMENT_SLACK_NS, GPU_QUEUE_SLACK_NS
-
-    tables = {name: getattr(tl, name) for name in TABLE_WORDS}
-    bad = {name: np.zeros(len(t), dtype=bool) for name, t in tables.items()}
-    found: list[tuple[str, str, np.ndarray]] = []  # (table, why, rows newly caught)
-
-    def catch(name: str, why: str, rows: np.ndarray) -> None:
-        rows = rows & ~bad[name]
-        if rows.any():
-            bad[name] |= rows
-            found.append((name, why, rows))
-
-    for name, t in tables.items():  # 1
-        if len(t):
-            catch(
-                name,
-                "a time at or beyond 2**62 ns (146 years)",
-                (t.end_ns >= TIMESTAMP_LIMIT_NS) | (t.start_ns <= -TIMESTAMP_LIMIT_NS),
-            )
-            catch(name, "an end before its start", t.end_ns < t.start_ns)
-
-    api = tl.api
-    if len(api):  # 2
-        ok = ~bad["api"] & (api.correlation > 0)
-        rows = np.flatnonzero(ok) if not ok.all() else np.arange(len(api))
-        ids = api.correlation[rows]
-        if len(ids) > 1 and not np.all(ids[1:] >= ids[:-1]):  # calls are usually in id order already
-            order = np.argsort(ids, kind="stable")
-            ids, rows = ids[order], rows[order]
-        same = ids[1:] == ids[:-1]  # keep the ids that one call holds (processes may reuse ids)
-        shared = np.zeros(len(ids), dtype=bool)
-        shared[1:] |= same
-        shared[:-1] |= same
-        ids, rows = ids[~shared], rows[~shared]
-        launch_start = api.start_ns[rows]
-        api_bad = np.zeros(len(api), dtype=bool)
-        for name in GPU_TABLES:
-            t = tables[name]
-            if not len(t) or not len(ids):
-                continue
-            j = np.clip(np.searchsorted(ids, t.correlation), 0, len(ids) - 1)
-            hit = (ids[j] == t.correlation) & ~bad[name]
-            early = hit & (t.start_ns < launch_start[j] - CLOCK_ALIGNMENT_SLACK_NS)
-            if early.any():
-                catch(name, "starts before the call that launched it began", early)
-                api_bad[rows[j[early]]] = True
-        catch("api", "launched GPU work that started before the call began", api_bad)
-
-    host = [
-        (int(t.start_ns[~bad[n]].min()), int(t.end_ns[~bad[n]].max()))
-        for n, t in tables.items()
-        if n not in GPU_TABLES and n != "syncs" and np.any(~bad[n])
-    ]
-    host += [(c, c) for c in (tl.capture_start_ns, tl.capture_end_ns) if c is not None]
-    if host:  # 3
-        lo, hi = min(h[0] for h in host), max(h[1] for h in host)
-        gpu_ns = sum(int(np.sum(tables[n].duration_ns[~bad[n]])) for n in GPU_TABLES)
-        slack = (hi - lo) + gpu_ns + GPU_QUEUE_SLACK_NS
-        for name in GPU_TABLES:
-            t = tables[name]
-            if len(t):
-                catch(
-                    name,
-                    f"lies farther from every host event than the capture can hold "
-                    f"({slack / 1e9:,.3f} s: the host's span, all GPU work and 1 s)",
-                    (t.start_ns > hi + slack) | (t.end_ns < lo - slack),
-                )
-
+    c = _Impossible({name: getattr(tl, name) for name in TABLE_WORDS})
+    c.bad_times()  # 1
+    c.early_launches(tl.api)  # 2
+    c.far_from_host(tl.capture_start_ns, tl.capture_end_ns)  # 3
+    tables, bad = c.tables, c.bad
     damaged = list(tl.damaged)
     notes = list(tl.notes)
-    for name, why, rows in found:
+    for name, why, rows in c.found:
         t = tables[name]
         kept = ~bad[name]
         mean = float(np.mean(t.duration_ns[kept])) if kept.any() else 0.0
@@ -755,33 +691,135 @@ def set_aside_impossible(tl: Timeline) -> Timeline:
         notes.append(d.describe())
 
     out = {name: _without(t, bad[name]) for name, t in tables.items() if bad[name].any()}
+    _refuse_emptied(tl.source, damaged, out, tables)
+    for d in _no_gpu_time(tl.format, out, tables):  # 4
+        damaged.append(d)
+        notes.append(d.describe())
+    if not c.found and len(damaged) == len(tl.damaged):
+        return tl
+    return replace(tl, **out, damaged=tuple(damaged), notes=tuple(notes))
+
+
+class _Impossible:
+    """The rows of a capture's tables caught by :func:`set_aside_impossible`'s rules 1-3, in order."""
+
+    def __init__(self, tables: dict[str, Any]) -> None:
+        self.tables = tables
+        self.bad = {name: np.zeros(len(t), dtype=bool) for name, t in tables.items()}
+        self.found: list[tuple[str, str, np.ndarray]] = []  # (table, why, rows newly caught)
+
+    def catch(self, name: str, why: str, rows: np.ndarray) -> None:
+        rows = rows & ~self.bad[name]
+        if rows.any():
+            self.bad[name] |= rows
+            self.found.append((name, why, rows))
+
+    def bad_times(self) -> None:
+        """Rule 1: a time at or beyond 2**62 ns, an end before its start."""
+        for name, t in self.tables.items():
+            if len(t):
+                self.catch(
+                    name,
+                    "a time at or beyond 2**62 ns (146 years)",
+                    (t.end_ns >= TIMESTAMP_LIMIT_NS) | (t.start_ns <= -TIMESTAMP_LIMIT_NS),
+                )
+                self.catch(name, "an end before its start", t.end_ns < t.start_ns)
+
+    def early_launches(self, api: ApiTable) -> None:
+        """Rule 2: GPU work that starts before the call that launched it (and that call)."""
+        from kprof.thresholds import CLOCK_ALIGNMENT_SLACK_NS
+
+        if not len(api):
+            return
+        ok = ~self.bad["api"] & (api.correlation > 0)
+        rows = np.flatnonzero(ok) if not ok.all() else np.arange(len(api))
+        ids = api.correlation[rows]
+        if len(ids) > 1 and not np.all(ids[1:] >= ids[:-1]):  # calls are usually in id order already
+            order = np.argsort(ids, kind="stable")
+            ids, rows = ids[order], rows[order]
+        same = ids[1:] == ids[:-1]  # keep the ids that one call holds (processes may reuse ids)
+        shared = np.zeros(len(ids), dtype=bool)
+        shared[1:] |= same
+        shared[:-1] |= same
+        ids, rows = ids[~shared], rows[~shared]
+        launch_start = api.start_ns[rows]
+        api_bad = np.zeros(len(api), dtype=bool)
+        for name in GPU_TABLES:
+            t = self.tables[name]
+            if not len(t) or not len(ids):
+                continue
+            j = np.clip(np.searchsorted(ids, t.correlation), 0, len(ids) - 1)
+            hit = (ids[j] == t.correlation) & ~self.bad[name]
+            early = hit & (t.start_ns < launch_start[j] - CLOCK_ALIGNMENT_SLACK_NS)
+            if early.any():
+                self.catch(name, "starts before the call that launched it began", early)
+                api_bad[rows[j[early]]] = True
+        self.catch("api", "launched GPU work that started before the call began", api_bad)
+
+    def far_from_host(self, capture_start_ns: int | None, capture_end_ns: int | None) -> None:
+        """Rule 3: GPU work farther from every host event than the capture can hold."""
+        from kprof.thresholds import GPU_QUEUE_SLACK_NS
+
+        tables, bad = self.tables, self.bad
+        host = [
+            (int(t.start_ns[~bad[n]].min()), int(t.end_ns[~bad[n]].max()))
+            for n, t in tables.items()
+            if n not in GPU_TABLES and n != "syncs" and np.any(~bad[n])
+        ]
+        host += [(c, c) for c in (capture_start_ns, capture_end_ns) if c is not None]
+        if not host:
+            return
+        lo, hi = min(h[0] for h in host), max(h[1] for h in host)
+        gpu_ns = sum(int(np.sum(tables[n].duration_ns[~bad[n]])) for n in GPU_TABLES)
+        slack = (hi - lo) + gpu_ns + GPU_QUEUE_SLACK_NS
+        for name in GPU_TABLES:
+            t = tables[name]
+            if len(t):
+                self.catch(
+                    name,
+                    f"lies farther from every host event than the capture can hold "
+                    f"({slack / 1e9:,.3f} s: the host's span, all GPU work and 1 s)",
+                    (t.start_ns > hi + slack) | (t.end_ns < lo - slack),
+                )
+
+
+def _refuse_emptied(
+    source: str, damaged: list[DamagedRows], out: dict[str, Any], tables: dict[str, Any]
+) -> None:
+    """Refuse a capture in which a table the diagnosis measures had rows and has none left."""
+    from kprof.errors import KprofInputError
+
     for name in MEASURED_TABLES:
         lost = [d for d in damaged if d.table == name and not d.kept]
         if lost and not len(out.get(name, tables[name])):
             n_lost = sum(d.count for d in lost)
             raise KprofInputError(
-                tl.source,
+                source,
                 f"every one of its {n_lost:,} {TABLE_WORDS[name]} rows has an impossible time: {lost[0].why} "
                 f"(the first, {lost[0].first})",
             )
+
+
+def _no_gpu_time(fmt: str, out: dict[str, Any], tables: dict[str, Any]) -> list[DamagedRows]:
+    """Rule 4: every GPU operation lasts 0 ns (the rows stay, counted with ``kept=True``)."""
     gpu_rows = sum(len(out.get(n, tables[n])) for n in GPU_TABLES)
-    if gpu_rows and all(not np.any(out.get(n, tables[n]).duration_ns) for n in GPU_TABLES):  # 4
-        for name in GPU_TABLES:
-            t = out.get(name, tables[name])
-            if len(t):
-                d = DamagedRows(
+    if not gpu_rows or any(np.any(out.get(n, tables[n]).duration_ns) for n in GPU_TABLES):
+        return []
+    found = []
+    for name in GPU_TABLES:
+        t = out.get(name, tables[name])
+        if len(t):
+            found.append(
+                DamagedRows(
                     table=name,
                     count=len(t),
                     total=len(t),
                     why="every GPU operation of the capture lasts 0 ns, so no GPU time was recorded",
-                    first=_row_text(tl.format, t, 0),
+                    first=_row_text(fmt, t, 0),
                     kept=True,
                 )
-                damaged.append(d)
-                notes.append(d.describe())
-    if not found and len(damaged) == len(tl.damaged):
-        return tl
-    return replace(tl, **out, damaged=tuple(damaged), notes=tuple(notes))
+            )
+    return found
 
 
 # ---------------------------------------------------------------------------- names
