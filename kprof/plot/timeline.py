@@ -342,64 +342,12 @@ def plot_timeline(
     n_rows = max(1, len(rows))
     if ax is None:
         ax = new_axes((11.0, 1.5 + 0.42 * n_rows))
-
-    def ms(t: np.ndarray | float) -> Any:
-        return (np.asarray(t, dtype=np.float64) - lo) / 1e6
-
-    aggregated = 0
     drawn_legend: dict[str, Any] = {}
-    for y, r in enumerate(rows):
-        for groups, y0, h in ((r.spans, y - 0.38, 0.76), (r.thin, y + 0.22, 0.16)):
-            for s, e, key, legend in groups:
-                if len(s) > max_events:
-                    aggregated += len(s)
-                    s, e = _merge(s, e, resolution)
-                w = np.maximum(e - s, resolution / 2)
-                xr = np.column_stack((ms(s), w / 1e6))
-                coll = ax.broken_barh(
-                    cast(Any, xr), (y0, h), facecolors=COLORS[key], edgecolors="none", gid=f"row-{key}"
-                )
-                drawn_legend.setdefault(legend, coll)
-
-    # idle gaps: shaded behind everything, the largest labelled with their cause
+    aggregated = _draw_rows(ax, rows, lo, resolution, max_events, drawn_legend)
     min_len = min_gap_ns if min_gap_ns is not None else resolution
     g = as_gaps(gaps) if gaps is not None else idle_gaps(tl, (lo, hi), min_len)
     if len(g):
-        gs, ge = _select(g.start_ns, g.end_ns, lo, hi)
-        m = (g.end_ns > lo) & (g.start_ns < hi)
-        causes = np.asarray(g.cause if g.cause else ("",) * len(g), dtype=object)[m]
-        keep = (ge - gs) >= min_len
-        gs, ge, causes = gs[keep], ge[keep], causes[keep]
-        if len(gs):
-            coll = ax.broken_barh(
-                cast(Any, np.column_stack((ms(gs), (ge - gs) / 1e6))), (-1.5, n_rows + 1),
-                facecolors=COLORS["gap"], alpha=0.35, edgecolors="none", zorder=0, gid="gaps",
-            )  # fmt: skip
-            drawn_legend.setdefault("GPU idle", coll)
-            if len(causes) == len(gs):
-                # label the longest gaps in the top band, on two staggered lines, never two
-                # labels of one line closer than LABEL_SPACING of the window
-                window_ms = (hi - lo) / 1e6
-                axes_in = ax.bbox.width / ax.figure.dpi
-                placed: list[tuple[float, int, float]] = []
-                for i in np.argsort(-(ge - gs)):
-                    if len(placed) >= MAX_GAP_LABELS:
-                        break
-                    text = f"{literal(str(causes[i])) or 'idle'} {fmt_ns(ge[i] - gs[i])}"
-                    # half the label's width in ms (7 pt characters are about 0.55 em wide)
-                    half = 0.5 * (len(text) * 7 * 0.55 / 72 + 0.25) / max(axes_in, 1.0) * window_ms
-                    mid = min(max(float(ms((gs[i] + ge[i]) / 2)), half), window_ms - half)
-                    for level in (0, 1):
-                        if all(abs(mid - x) >= half + h for x, lv, h in placed if lv == level):
-                            break
-                    else:
-                        continue
-                    placed.append((mid, level, half))
-                    ax.annotate(
-                        text, (mid, -1.25 + 0.5 * level), ha="center", va="center",
-                        fontsize=7, color="0.1", gid="gap-label", annotation_clip=False,
-                        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.85, "linewidth": 0},
-                    )  # fmt: skip
+        _draw_gaps(ax, g, lo, hi, min_len, n_rows, drawn_legend)
 
     ax.set_xlim(0, (hi - lo) / 1e6)
     ax.set_ylim(n_rows - 0.5, -1.5)
@@ -424,6 +372,78 @@ def plot_timeline(
         )  # fmt: skip
     ax.grid(True, axis="x", linewidth=0.4, alpha=0.4)
     return ax
+
+
+def _ms(t: np.ndarray | float, lo: int) -> Any:
+    """Milliseconds from the window's start ``lo``."""
+    return (np.asarray(t, dtype=np.float64) - lo) / 1e6
+
+
+def _draw_rows(
+    ax: Axes, rows: list[_Row], lo: int, resolution: float, max_events: int, drawn_legend: dict[str, Any]
+) -> int:
+    """Each row's spans (and thin marks); a row of more than ``max_events`` is merged at pixel resolution.
+    Returns how many events were merged."""
+    aggregated = 0
+    for y, r in enumerate(rows):
+        for groups, y0, h in ((r.spans, y - 0.38, 0.76), (r.thin, y + 0.22, 0.16)):
+            for s, e, key, legend in groups:
+                if len(s) > max_events:
+                    aggregated += len(s)
+                    s, e = _merge(s, e, resolution)
+                w = np.maximum(e - s, resolution / 2)
+                xr = np.column_stack((_ms(s, lo), w / 1e6))
+                coll = ax.broken_barh(
+                    cast(Any, xr), (y0, h), facecolors=COLORS[key], edgecolors="none", gid=f"row-{key}"
+                )
+                drawn_legend.setdefault(legend, coll)
+    return aggregated
+
+
+def _draw_gaps(
+    ax: Axes, g: Gaps, lo: int, hi: int, min_len: float, n_rows: int, drawn_legend: dict[str, Any]
+) -> None:
+    """The idle gaps, shaded behind everything, the largest labelled with their cause."""
+    gs, ge = _select(g.start_ns, g.end_ns, lo, hi)
+    m = (g.end_ns > lo) & (g.start_ns < hi)
+    causes = np.asarray(g.cause if g.cause else ("",) * len(g), dtype=object)[m]
+    keep = (ge - gs) >= min_len
+    gs, ge, causes = gs[keep], ge[keep], causes[keep]
+    if not len(gs):
+        return
+    coll = ax.broken_barh(
+        cast(Any, np.column_stack((_ms(gs, lo), (ge - gs) / 1e6))), (-1.5, n_rows + 1),
+        facecolors=COLORS["gap"], alpha=0.35, edgecolors="none", zorder=0, gid="gaps",
+    )  # fmt: skip
+    drawn_legend.setdefault("GPU idle", coll)
+    if len(causes) == len(gs):
+        _label_gaps(ax, gs, ge, causes, lo, hi)
+
+
+def _label_gaps(ax: Axes, gs: np.ndarray, ge: np.ndarray, causes: np.ndarray, lo: int, hi: int) -> None:
+    """Label the longest gaps in the top band, on two staggered lines, never two labels of one line closer
+    than LABEL_SPACING of the window."""
+    window_ms = (hi - lo) / 1e6
+    axes_in = ax.bbox.width / ax.figure.dpi
+    placed: list[tuple[float, int, float]] = []
+    for i in np.argsort(-(ge - gs)):
+        if len(placed) >= MAX_GAP_LABELS:
+            break
+        text = f"{literal(str(causes[i])) or 'idle'} {fmt_ns(ge[i] - gs[i])}"
+        # half the label's width in ms (7 pt characters are about 0.55 em wide)
+        half = 0.5 * (len(text) * 7 * 0.55 / 72 + 0.25) / max(axes_in, 1.0) * window_ms
+        mid = min(max(float(_ms((gs[i] + ge[i]) / 2, lo)), half), window_ms - half)
+        for level in (0, 1):
+            if all(abs(mid - x) >= half + h for x, lv, h in placed if lv == level):
+                break
+        else:
+            continue
+        placed.append((mid, level, half))
+        ax.annotate(
+            text, (mid, -1.25 + 0.5 * level), ha="center", va="center",
+            fontsize=7, color="0.1", gid="gap-label", annotation_clip=False,
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.85, "linewidth": 0},
+        )  # fmt: skip
 
 
 __all__ = ["Gaps", "as_gaps", "default_window", "gpu_busy", "host_activity", "idle_gaps", "plot_timeline"]
