@@ -181,6 +181,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kprof {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    _add_diagnose(sub)
+
+    c = sub.add_parser("compare", help="check a fix: compare BEFORE and AFTER profiles")
+    c.add_argument("before", metavar="BEFORE")
+    c.add_argument("after", metavar="AFTER")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_compare)
+
+    r = sub.add_parser("report", help="fill the template notebooks and export one HTML report")
+    r.add_argument("paths", nargs="*", metavar="PATH", help="inputs (default: the shipped samples)")
+    r.add_argument("-o", "--output", default="report.html")
+    r.add_argument("--show-code", action="store_true", help="keep the notebooks' input cells")
+    r.set_defaults(func=_report)
+
+    _add_tools(sub)
+    return p
+
+
+def _add_diagnose(sub: Any) -> None:
+    """``kprof diagnose`` and its options."""
     d = sub.add_parser(
         "diagnose",
         help="diagnose profiles: timelines first, then kernel launches, fixes first",
@@ -221,18 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=cmd_diagnose)
 
-    c = sub.add_parser("compare", help="check a fix: compare BEFORE and AFTER profiles")
-    c.add_argument("before", metavar="BEFORE")
-    c.add_argument("after", metavar="AFTER")
-    c.add_argument("--json", action="store_true")
-    c.set_defaults(func=cmd_compare)
 
-    r = sub.add_parser("report", help="fill the template notebooks and export one HTML report")
-    r.add_argument("paths", nargs="*", metavar="PATH", help="inputs (default: the shipped samples)")
-    r.add_argument("-o", "--output", default="report.html")
-    r.add_argument("--show-code", action="store_true", help="keep the notebooks' input cells")
-    r.set_defaults(func=_report)
-
+def _add_tools(sub: Any) -> None:
+    """``kprof notebook``, ``profile``, ``explain``, ``mcp`` and ``export-trace``."""
     nb = sub.add_parser(
         "notebook",
         help="copy template notebooks to run yourself (the shipped ones stay clean)",
@@ -281,7 +292,6 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default=None, help="the trace to write (default: NAME.trace.json.gz here)"
     )
     et.set_defaults(func=_export_trace)
-    return p
 
 
 def _delegate(module: str, name: str, issue: str) -> Any:
