@@ -2,7 +2,7 @@
 
 Sections: timeline (kprof/diagnose/timeline/), data validity (kprof/diagnose/validity.py), kernel
 (kprof/facts/, kprof/rules/kernel/ and kprof/diagnose/sass.py), job (kprof/diagnose/job/, many ranks) and compare
-(kprof/diagnose/compare.py).
+(kprof/diagnose/compare/).
 Change a value here and the rules follow; tests import these names rather than
 repeating the numbers.
 """
