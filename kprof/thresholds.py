@@ -530,7 +530,7 @@ LOAD_IMBALANCE_SPREAD = 0.25
 the same line as STRAGGLER_MIN_EXCESS, for a spread rather than an outlier."""
 
 # ----------------------------------------------------------------------------- compare
-# (owned by kprof/diagnose/compare.py)
+# (owned by kprof/diagnose/compare/)
 
 NCU_DURATION_NOISE = 0.02
 """Two ncu durations of the same kernel differ beyond noise only when their ratio is beyond 1.02.
