@@ -211,6 +211,8 @@ def tensor_core(c: Context) -> Text:
                 "Triton fell back from wgmma to mma.sync: use num_warps=4 or 8 and BLOCK_M a multiple of 64, "
                 "and a 2-D (not batched 3-D) tl.dot, so it emits HGMMA."
             )
+        if c.lang in (L.LIBRARY, L.PYTORCH) and "Flash" not in (c.origin.library or ""):
+            return mech, _library_on_mma_sync(c, m.dtype)
     if c.lang in (L.TRITON, L.INDUCTOR):
         ops = {x.mnemonic for x in c.k.sass}
         if (c.sm or 0) >= 90 and "LDGSTS" in ops and "UTMALDG" not in ops:
@@ -244,7 +246,12 @@ def _slower_path_call(c: Context) -> str | None:
     if m is None or c.lang not in (L.LIBRARY, L.PYTORCH):
         return None
     dtype = _PATH_DTYPE.get(m.group(2))
-    path = ki.matrix_path(c.sm, dtype, c.k.device) if dtype else None
+    return _library_on_mma_sync(c, dtype) if dtype else None
+
+
+def _library_on_mma_sync(c: Context, dtype: str) -> str | None:
+    """A library kernel issuing mma.sync where the GPU has a faster (warpgroup) path for ``dtype``: the call."""
+    path = ki.matrix_path(c.sm, dtype, c.k.device)
     if path is None or path.sass.startswith(("HMMA", "IMMA")):
         return None
     lib = c.origin.library or "The library"

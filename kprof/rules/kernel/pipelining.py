@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts
-from kprof.facts.sass_traits import synchronous_mma_loop
+from kprof.facts.sass_traits import SyncMmaLoop, synchronous_mma_loop
 from kprof.facts.stalls import LATENCY_STALLS
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, pc, top_stall_evidence, unit_used, with_duration
@@ -48,26 +48,7 @@ def synchronous_mma_loads(f: KernelFacts) -> Mechanism | None:
     staged = (
         loop.shared_stores / (loop.loads + loop.shared_stores) if loop.loads + loop.shared_stores else 0.0
     )
-    ev = [
-        unit_used(
-            f,
-            "tensor",
-            f"below the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof: the MMAs wait for operands",
-        ),
-        Evidence(
-            name="asynchronous copies executed (LDGSTS, UTMALDG)",
-            value=0,
-            unit="inst",
-            reference=f"the k-loop's {int(loop.loads):,} global loads (LDG) go through registers"
-            + (f" and {int(loop.shared_stores):,} shared stores (STS)" if loop.shared_stores else "")
-            + ": nothing loads while the MMAs run",
-            reference_value=None,
-            metric="sass:async_copies",
-        ),
-    ]
-    stall = top_stall_evidence(f)
-    if stall is not None:
-        ev.append(stall)
+    ev = _evidence(f, loop)
     tensor_up = Expectation(
         metric=ev[0].metric or "derived:tensor_utilization",
         direction=Direction.UP,
@@ -108,3 +89,28 @@ def synchronous_mma_loads(f: KernelFacts) -> Mechanism | None:
         inflates=("l1",),
         waste=staged,
     )
+
+
+def _evidence(f: KernelFacts, loop: SyncMmaLoop) -> list[Evidence]:
+    """The tensor pipe's use, the missing async copies, and the top stall."""
+    ev = [
+        unit_used(
+            f,
+            "tensor",
+            f"below the {100 * th.HEALTHY_FRACTION_OF_PEAK:.0f}% roof: the MMAs wait for operands",
+        ),
+        Evidence(
+            name="asynchronous copies executed (LDGSTS, UTMALDG)",
+            value=0,
+            unit="inst",
+            reference=f"the k-loop's {int(loop.loads):,} global loads (LDG) go through registers"
+            + (f" and {int(loop.shared_stores):,} shared stores (STS)" if loop.shared_stores else "")
+            + ": nothing loads while the MMAs run",
+            reference_value=None,
+            metric="sass:async_copies",
+        ),
+    ]
+    stall = top_stall_evidence(f)
+    if stall is not None:
+        ev.append(stall)
+    return ev

@@ -6,7 +6,7 @@ from kprof import thresholds as th
 from kprof.diagnose.roofline import COMPUTE_SOL
 from kprof.facts.kernel import KernelFacts, kernel_floor_ns, unit_metric
 from kprof.facts.names import DURATION, THREADS_PER_INST
-from kprof.facts.sass_traits import fp64_promotion
+from kprof.facts.sass_traits import Fp64Promotion, fp64_promotion
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
 
@@ -39,31 +39,7 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
     savings = max(0.0, 1.0 - max(stays, (floor / d) if d and floor else 0.0))
     ratio = _fp64_rate_ratio(f)
     r = f.v(THREADS_PER_INST)
-    ev = [
-        Evidence(
-            name="FP32 values widened to FP64 (F2F.F64.F32, executed)",
-            value=int(p.widen),
-            unit="inst",
-            reference=f"{int(p.narrow):,} F2F.F32.F64 narrow the results back; every global load and store moves "
-            "32-bit values: the data is FP32, the arithmetic FP64",
-            metric="sass:fp64_widening_conversions",
-        ),
-        Evidence(
-            name="FP64 instructions among executed instructions",
-            value=round(100 * p.fp64_share, 1),
-            unit="%",
-            reference="DFMA, DADD, DMUL, DSETP, MUFU.RCP64H and the conversions; the FP64 routines' other "
-            "instructions (64-bit constant moves, branches) come on top",
-            metric="sass:fp64_inst_share",
-        ),
-        Evidence(
-            name="SM instruction throughput" if unit == "issue" else "FP64 pipe throughput",
-            value=round(100 * busy, 1),
-            unit="% of peak",
-            reference="the unit the FP64 math keeps busy",
-            metric=COMPUTE_SOL if unit == "issue" else unit_metric(f, "fp64"),
-        ),
-    ]
+    ev = _evidence(f, p, unit, busy)
     expect = [
         Expectation(
             metric="sass:fp64_widening_conversions",
@@ -115,6 +91,35 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
         blocks_healthy=True,
         fix_unit=FIX_UNIT,
     )
+
+
+def _evidence(f: KernelFacts, p: Fp64Promotion, unit: str, busy: float) -> list[Evidence]:
+    """The conversions, the FP64 share and the unit the FP64 math keeps busy."""
+    return [
+        Evidence(
+            name="FP32 values widened to FP64 (F2F.F64.F32, executed)",
+            value=int(p.widen),
+            unit="inst",
+            reference=f"{int(p.narrow):,} F2F.F32.F64 narrow the results back; every global load and store moves "
+            "32-bit values: the data is FP32, the arithmetic FP64",
+            metric="sass:fp64_widening_conversions",
+        ),
+        Evidence(
+            name="FP64 instructions among executed instructions",
+            value=round(100 * p.fp64_share, 1),
+            unit="%",
+            reference="DFMA, DADD, DMUL, DSETP, MUFU.RCP64H and the conversions; the FP64 routines' other "
+            "instructions (64-bit constant moves, branches) come on top",
+            metric="sass:fp64_inst_share",
+        ),
+        Evidence(
+            name="SM instruction throughput" if unit == "issue" else "FP64 pipe throughput",
+            value=round(100 * busy, 1),
+            unit="% of peak",
+            reference="the unit the FP64 math keeps busy",
+            metric=COMPUTE_SOL if unit == "issue" else unit_metric(f, "fp64"),
+        ),
+    ]
 
 
 def _fp64_rate_ratio(f: KernelFacts) -> str:
