@@ -349,14 +349,23 @@ def _launch(
 
 
 def _function_name(demangled: str) -> str:
-    """``void ns::k<(int)32>(int, float *)`` -> ``k`` (ncu's function-name base)."""
+    """``void ns::k<(int)32>(int, float *)`` -> ``k`` (ncu's function-name base).
+
+    ncu's CSV writes an anonymous namespace as ``unnamed>::`` (its ``<unnamed>`` loses the ``<``): a ``>`` without
+    its ``<`` closes nothing.
+
+    Examples
+    --------
+    >>> _function_name("void unnamed>::vectorized_layer_norm_kernel<BFloat16, float, 0>(int, T2, const T1 *)")
+    'vectorized_layer_norm_kernel'
+    """
     s = demangled.strip()
     depth, cut = 0, len(s)
     for i, ch in enumerate(s):  # strip the parameter list: the last top-level '(...)'
         if ch in "<":
             depth += 1
         elif ch == ">":
-            depth -= 1
+            depth = max(0, depth - 1)
         elif ch == "(" and depth == 0:
             cut = i
     s = s[:cut]
@@ -365,7 +374,7 @@ def _function_name(demangled: str) -> str:
         if ch == "<":
             depth += 1
         elif ch == ">":
-            depth -= 1
+            depth = max(0, depth - 1)
         elif depth == 0:
             out.append(ch)
     base = "".join(out).strip().split()[-1] if "".join(out).strip() else demangled
