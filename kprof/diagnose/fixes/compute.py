@@ -332,7 +332,6 @@ def instructions(c: Context) -> Text:
     return mech, keep_with_line(c)
 
 
-<<<<<<< HEAD
 _FP64_CALL = re.compile(
     r"\b(exp|exp2|expm1|log|log1p|log2|log10|tanh|sinh|cosh|sin|cos|tan|sqrt|rsqrt|pow|erf|erfc|atan|atan2|"
     r"asin|acos|cbrt|fabs|fmin|fmax|hypot)\s*\("
@@ -388,8 +387,8 @@ def fp64_promotion(c: Context, p: Fp64Promotion) -> Text:
             "float32 (`dtype=torch.float32`), or cast the float64 one once before the op."
         )
     return mech, None
-=======
+
+
 _STRIDED_ELEMENTWISE = re.compile(r"(?<!vectorized_)elementwise_kernel")
 """PyTorch's TensorIterator kernels that index through an OffsetCalculator (one offset per dimension per element);
 ``vectorized_elementwise_kernel`` runs only on contiguous inputs."""
->>>>>>> main
