@@ -34,8 +34,10 @@ from kprof.facts.names import (
     ISSUE_ACTIVE,
     L1_WAVEFRONT_PCT,
     L2_ATOMIC_REQUESTS,
+    L2_READ_SECTORS,
     L2_THEORETICAL_SECTORS,
     L2_THEORETICAL_SECTORS_IDEAL,
+    L2_WRITE_SECTORS,
     LDSM_REQUESTS,
     LLD_SECTORS,
     LST_SECTORS,
@@ -412,6 +414,37 @@ def bandwidth_metric(f: KernelFacts, unit: str) -> str:
         if f.v(f"{counter}.sum") is not None:
             return f"{counter}.sum / {DURATION}"
     return f"derived:{unit}_utilization"
+
+
+def compulsory_dram_bytes(k: KernelLaunch) -> float | None:
+    """The bytes that must cross DRAM, when the report says which bytes the kernel asked for: the fewer of the DRAM
+    bytes moved (read + written) and the bytes of ncu's ideal sectors of the executed global instructions (x 32 B).
+    None without either: DRAM bytes alone cannot tell compulsory traffic from excess sectors that reached DRAM."""
+    moved, ideal = dram_bytes(k), k.value(L2_THEORETICAL_SECTORS_IDEAL)
+    if not moved or ideal is None:
+        return None
+    return min(moved, ideal * th.SECTOR_BYTES)
+
+
+def at_dram_floor(f: KernelFacts) -> bool:
+    """DRAM at its roof while moving only compulsory bytes: the duration is within 1/HEALTHY_FRACTION_OF_PEAK of the
+    time :func:`compulsory_dram_bytes` take at the DRAM peak, and DRAM is at HEALTHY_FRACTION_OF_PEAK on elapsed
+    cycles. No change to the access pattern (coalescing, reuse in L1/L2) can make such a kernel faster than that
+    floor at the healthy roof: excess sectors that L1 or L2 absorb are not DRAM time, and only less data is."""
+    dram = f.util.get("dram")
+    need, peak, d = compulsory_dram_bytes(f.k), f.roof.peak_bytes_per_s.get("dram"), f.k.value(DURATION)
+    if dram is None or dram < th.HEALTHY_FRACTION_OF_PEAK or not (need and peak and d):
+        return False
+    return need / (peak * th.HEALTHY_FRACTION_OF_PEAK) * 1e9 >= d
+
+
+def l2_sectors_from_l1(k: KernelLaunch) -> float | None:
+    """Sectors L1 sent on to L2 for reads and writes (``lts__t_sectors_srcunit_tex_op_read`` + ``_write``); None
+    without the reads."""
+    reads = k.value(L2_READ_SECTORS)
+    if reads is None:
+        return None
+    return reads + (k.value(L2_WRITE_SECTORS) or 0.0)
 
 
 def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: float = 1.0) -> float | None:

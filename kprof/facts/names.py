@@ -76,6 +76,7 @@ OCC_LIMITS = {
 }
 ISSUE_ELAPSED = "sm__inst_executed.avg.pct_of_peak_sustained_elapsed"
 L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
+L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
 DRAM_READ_SECTORS = "dram__sectors_read.sum"
 
 # Quantities kprof quotes that are not one ncu metric. Evidence and expectations name either a metric the report

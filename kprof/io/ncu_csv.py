@@ -264,11 +264,11 @@ def load_ncu_csv(path: str | os.PathLike[str]) -> KernelProfile:
 
     Examples
     --------
-    >>> prof = load_ncu_csv("../shared/corpus/ESMM-Research/metrics.csv")  # doctest: +SKIP
-    >>> prof[0].value("dram__bytes.sum")  # doctest: +SKIP
-    32746880.0
+    >>> prof = load_ncu_csv("data/samples/ncu/uncoalesced_global_access.raw.csv")  # doctest: +SKIP
+    >>> prof[0].name, prof[0].value("launch__grid_size")  # doctest: +SKIP
+    ('strided_gather', 16384.0)
     """
-    from kprof.io import check_readable_file
+    from kprof.io.files import check_readable_file
 
     p = os.fspath(check_readable_file(path))
     rows, ended = _read_rows(p)
@@ -349,14 +349,23 @@ def _launch(
 
 
 def _function_name(demangled: str) -> str:
-    """``void ns::k<(int)32>(int, float *)`` -> ``k`` (ncu's function-name base)."""
+    """``void ns::k<(int)32>(int, float *)`` -> ``k`` (ncu's function-name base).
+
+    ncu's CSV writes an anonymous namespace as ``unnamed>::`` (its ``<unnamed>`` loses the ``<``): a ``>`` without
+    its ``<`` closes nothing.
+
+    Examples
+    --------
+    >>> _function_name("void unnamed>::vectorized_layer_norm_kernel<BFloat16, float, 0>(int, T2, const T1 *)")
+    'vectorized_layer_norm_kernel'
+    """
     s = demangled.strip()
     depth, cut = 0, len(s)
     for i, ch in enumerate(s):  # strip the parameter list: the last top-level '(...)'
         if ch in "<":
             depth += 1
         elif ch == ">":
-            depth -= 1
+            depth = max(0, depth - 1)
         elif ch == "(" and depth == 0:
             cut = i
     s = s[:cut]
@@ -365,7 +374,7 @@ def _function_name(demangled: str) -> str:
         if ch == "<":
             depth += 1
         elif ch == ">":
-            depth -= 1
+            depth = max(0, depth - 1)
         elif depth == 0:
             out.append(ch)
     base = "".join(out).strip().split()[-1] if "".join(out).strip() else demangled

@@ -46,6 +46,11 @@ def test_units_are_scaled_to_ncu_base_units(value: float, unit: str, expected: t
         ),
         ("void ns::inner::k<float, (cute::Foo)1>(Params<float>)", "k"),
         ("ampere_sgemm_128x64_nn", "ampere_sgemm_128x64_nn"),
+        # ncu's CSV writes <unnamed> (an anonymous namespace) as "unnamed>": the stray '>' closes nothing
+        (
+            "void unnamed>::vectorized_layer_norm_kernel<BFloat16, float, 0>(int, T2, const T1 *, T2 *)",
+            "vectorized_layer_norm_kernel",
+        ),
     ],
 )
 def test_function_name(demangled: str, name: str) -> None:

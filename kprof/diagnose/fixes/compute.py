@@ -275,10 +275,22 @@ def instructions(c: Context) -> Text:
             "Index arithmetic dominates: make strides and sizes tl.constexpr where they are fixed, use larger BLOCKs "
             "so the offsets are computed once per many elements, and prefer block pointers/tensor descriptors."
         )
-    if c.lang is L.PYTORCH:
+    if c.lang is L.PYTORCH and _STRIDED_ELEMENTWISE.search(c.k.name):
         return mech, (
             "PyTorch computes an offset per dimension per element for this non-contiguous, many-dimensional input: "
             "make the input contiguous once (or merge dimensions with view/flatten), or let torch.compile generate "
             "the indexing."
         )
+    if c.lang is L.PYTORCH:
+        return mech, (
+            "This PyTorch kernel spends its issue slots on per-element overhead (conversions, index math, per-element "
+            "divisions or running updates) rather than on the loads and the math the op needs: use a fused "
+            "implementation that does fewer instructions per element (torch.compile generates one for the op and "
+            "its neighbours; fused library kernels exist for normalisations and activations)."
+        )
     return mech, keep_with_line(c)
+
+
+_STRIDED_ELEMENTWISE = re.compile(r"(?<!vectorized_)elementwise_kernel")
+"""PyTorch's TensorIterator kernels that index through an OffsetCalculator (one offset per dimension per element);
+``vectorized_elementwise_kernel`` runs only on contiguous inputs."""

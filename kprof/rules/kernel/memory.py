@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from kprof import thresholds as th
 from kprof.diagnose.sass import access_bytes
-from kprof.facts.kernel import KernelFacts, metric_value, ratio
+from kprof.facts.kernel import KernelFacts, l2_sectors_from_l1, metric_value, ratio, sum_present
 from kprof.facts.names import (
     DRAM_READ_SECTORS,
     GLD_REQUESTS,
@@ -67,13 +67,24 @@ def _global_ideal(f: KernelFacts, which: str, spr: float | None) -> tuple[float,
     ncu's SourceCounters hold, per executed instruction, the sectors it moved and the sectors it would need with
     coalesced addresses for its real width and active lanes: their ratio over the executed loads (or stores)
     scales the measured sectors per request to the ideal. Without them, the executed access width (per-PC
-    ``inst_executed``-weighted; the static listing when not collected) times the active lanes gives it.
+    ``inst_executed``-weighted; the static listing when not collected) times the active lanes gives it. A report
+    without SASS (a raw CSV export) has no width, but may hold ncu's ideal sectors summed over the kernel: their
+    count per global request is the ideal of loads and stores together (an assumed 4-byte width would call a
+    kernel of 8- or 16-byte accesses uncoalesced, and contradict the waste share ncu's ideal gives).
     """
     key = "load" if which == "loads" else "store"
     actual, ideal = f.flow.sectors.get(key), f.flow.sectors.get(f"{key}_ideal")
     if spr is not None and actual and ideal is not None:
         return max(1.0, spr * ideal / actual), (
             f"ncu's ideal sectors of the executed {which} ({int(ideal)} of {int(actual)} sectors moved)"
+        )
+    kernel_ideal, requests = f.v(L2_THEORETICAL_SECTORS_IDEAL), sum_present(f.k, (GLD_REQUESTS, GST_REQUESTS))
+    if f.sass.empty and kernel_ideal and requests:
+        # No SASS to give the access width, but ncu's ideal sectors of the executed global instructions (a raw CSV
+        # export holds their sum): per request, the ideal at the instructions' own widths and active lanes.
+        return max(1.0, kernel_ideal / requests), (
+            f"ncu's ideal sectors of the executed global loads and stores per request ({int(kernel_ideal)} sectors "
+            f"/ {int(requests)} requests; no SASS for each instruction's width)"
         )
     width = f.sass.global_load_bytes_per_thread if which == "loads" else f.sass.global_store_bytes_per_thread
     if which == "loads" and not f.sass.weighted and f.sass.global_load_max_bytes:
@@ -163,8 +174,18 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
     dependent = dependent_excess_share(f)
     data_dependent = dependent is not None and dependent >= th.DEPENDENT_LOAD_SHARE
     known = any(u in f.util for u in MEMORY_UNITS)
+    in_l1 = excess_stays_in_l1(f)
+    paid_where = "the waste is paid in the busiest memory level"
+    if in_l1:
+        mem_unit, mem_util = max(((u, f.util.get(u, 0.0)) for u in ("l1", "l2")), key=lambda t: t[1])
+        paid_where = (
+            "the excess sectors hit in L1 (L2 reads no more than the ideal sectors): the waste is paid in L1 and "
+            "the requests it sends to L2, not in DRAM bytes"
+        )
     savings = (
-        0.0 if data_dependent else c.waste * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
+        0.0
+        if data_dependent or (in_l1 and mem_util < f.u_max - th.UNIT_TIE_MARGIN)
+        else c.waste * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
     )
     spr_r, idl_r, waste_pct = round(c.spr, 2), round(c.ideal, 2), round(100 * c.waste, 1)
     per_request = f"derived:global_{c.op}_sectors_per_request"
@@ -184,7 +205,7 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
             reference="0% when every warp reads contiguous, aligned addresses",
             metric="derived:global_excess_sector_share" if c.ncu_waste else f"{GLD_SECTORS}, {GST_SECTORS}",
         ),
-        unit_used(f, mem_unit, "the waste is paid in the busiest memory level", mem_util),
+        unit_used(f, mem_unit, paid_where, mem_util),
     ]
     sectors = Expectation(
         metric=per_request,
@@ -212,6 +233,22 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         inflates=MEMORY_UNITS,
         waste=c.waste,
     )
+
+
+def excess_stays_in_l1(f: KernelFacts) -> bool:
+    """True when the excess sectors of the global accesses never leave L1: the sectors L1 sends to L2 (reads and
+    writes) are no more than ncu's ideal sectors of the executed global instructions, within COALESCING_TOLERANCE.
+
+    Physics: sectors per request count the sectors each instruction touches in L1. A thread that reads a few
+    consecutive narrow elements (four scalar loads of a misaligned float4, 2-byte loads of a 4-element vector)
+    touches the same sectors with its next instructions, and those hit in L1: the excess costs L1 tag and data
+    cycles and the extra, smaller requests L1 sends to L2, never DRAM bytes, so :func:`uncoalesced` counts it as time
+    only where L1 or L2 is the busiest unit (within UNIT_TIE_MARGIN). False when the report lacks either count (the
+    excess is then assumed to reach every memory level)."""
+    sent, ideal = l2_sectors_from_l1(f.k), f.v(L2_THEORETICAL_SECTORS_IDEAL)
+    if sent is None or not ideal:
+        return False
+    return sent <= ideal * th.COALESCING_TOLERANCE
 
 
 _GLOBAL_OPS = {"load": ("LDG", "LD"), "store": ("STG", "ST")}

@@ -1,6 +1,6 @@
 """One launch's verdict from its facts and the mechanisms that fired.
 
-Order (DESIGN.md): the roofline first (a unit doing useful work at HEALTHY_FRACTION_OF_PEAK on a grid that fills
+Order (docs/rules.md): the roofline first (a unit doing useful work at HEALTHY_FRACTION_OF_PEAK on a grid that fills
 the GPU is healthy), then the mechanisms, each bounded by the gap to the roof and by the physical floor, ranked by
 the time a fix would win (a finding at MIN_MECHANISM_SAVINGS, the bottleneck at MIN_PRIMARY_SAVINGS), else the
 resource or latency verdict. Without SpeedOfLight, only what the counters establish on their own.
@@ -13,6 +13,7 @@ from kprof.diagnose.roofline import COMPUTE_SOL, MEMORY_SOL
 from kprof.facts.kernel import (
     UNDER_NCU,
     KernelFacts,
+    at_dram_floor,
     bandwidth_metric,
     kernel_floor_ns,
 )
@@ -70,9 +71,15 @@ def _useful(f: KernelFacts, found: list[Mechanism]) -> dict[str, float]:
     (sectors nobody asked for, replayed wavefronts, masked lanes). The kernel cannot finish faster than
     its most loaded useful unit allows, so no mechanism can win more than the remaining gap."""
     useful: dict[str, float] = {}
+    floor = at_dram_floor(f)
     for u in USEFUL_UNITS:
         if u in f.util:
-            waste = max((m.waste for m in found if u in m.inflates), default=0.0)
+            # At the DRAM floor the bytes DRAM moves are the compulsory ones: no mechanism's waste reached it.
+            waste = (
+                0.0
+                if u == "dram" and floor
+                else max((m.waste for m in found if u in m.inflates), default=0.0)
+            )
             useful[u] = f.util[u] * (1.0 - waste)
     return useful
 
@@ -82,7 +89,10 @@ def _healthy_verdict(f: KernelFacts, found: list[Mechanism], useful: dict[str, f
     mechanism says the roof is the wrong one, and the grid fills the GPU; a memory level only when its traffic is
     known to be required (the memory tables, or ncu's per-instruction ideal sectors)."""
     at_roof = [u for u in UNIT_PRIORITY if useful.get(u, 0.0) >= th.HEALTHY_FRACTION_OF_PEAK]
-    if not at_roof or any(m.blocks_healthy for m in found) or not f.fills_gpu():
+    # A mechanism that says the saturated unit does needless work (re-reads, operand reloads) cannot gain on a
+    # kernel already at its DRAM floor: the floor bounds every fix.
+    wrong_roof = any(m.blocks_healthy for m in found) and not at_dram_floor(f)
+    if not at_roof or wrong_roof or not f.fills_gpu():
         return None
     unit = at_roof[0]
     if unit in MEMORY_UNITS and "memory" in f.missing and not traffic_is_required(f, unit):
