@@ -1,7 +1,7 @@
 """Every threshold kprof judges with, in one place, each with where its value comes from.
 
-Sections: timeline (kprof/diagnose/timeline.py), data validity (kprof/diagnose/validity.py), kernel
-(kprof/facts/, kprof/rules/kernel/ and kprof/diagnose/sass.py), job (kprof/diagnose/job.py, many ranks) and compare
+Sections: timeline (kprof/diagnose/timeline/), data validity (kprof/diagnose/validity.py), kernel
+(kprof/facts/, kprof/rules/kernel/ and kprof/diagnose/sass.py), job (kprof/diagnose/job/, many ranks) and compare
 (kprof/diagnose/compare.py).
 Change a value here and the rules follow; tests import these names rather than
 repeating the numbers.
@@ -10,7 +10,7 @@ repeating the numbers.
 from __future__ import annotations
 
 # ----------------------------------------------------------------------------- timeline
-# (owned by kprof/diagnose/timeline.py)
+# (owned by kprof/diagnose/timeline/)
 
 GPU_BOUND_BUSY_FRACTION = 0.80
 """At >= 80% GPU-busy time, removing *all* idle time would speed the program up by at most
@@ -28,7 +28,7 @@ creation, the first iteration) takes more than half of the captured wall time (D
 
 MIN_ITERATIONS_FOR_WARMUP_DROP = 3
 """With at least 3 iterations (profiler steps or repeated NVTX ranges) the first is treated as
-warm-up and left out of the steady state: DESIGN.md's measured pitfall (lazy kernel loading,
+warm-up and left out of the steady state: a measured pitfall (docs/inputs.md: lazy kernel loading,
 20-48 ms of cuLibraryLoadData, handle creation in the first iterations). With fewer, dropping
 one would leave too little to measure."""
 
@@ -397,6 +397,11 @@ DIVERGENCE_TARGET_ACTIVE_THREADS = DIVERGENCE_ACTIVE_THREADS + 4.0
 """What a warp-uniform branch reaches: 28 of 32 active threads per executed instruction (87.5% SIMT efficiency),
 above the 24 where divergence starts to count; loop tails and bounds guards keep real kernels below 32."""
 
+DIVERGENCE_INSIDE_FP64_SHARE = 0.5
+"""Divergence is a consequence of promoted FP64 math (kprof.rules.kernel.divergence) when at least half of the
+divergent branch executions sit on the source lines that run the FP64 instructions: a majority, so that the
+branches the FP32 functions would not take carry most of the masked lanes."""
+
 TAIL_TARGET_WAVE_EFFICIENCY = 0.95
 """What a grid sized to whole waves reaches: waves / whole waves >= 0.95 (the last wave at least 95% full, or
 enough waves that a partial one weighs less than 5% of the run: the same 5% as MIN_MECHANISM_SAVINGS)."""
@@ -500,7 +505,7 @@ CONFIDENCE_NO_SOL_PENALTY = 0.25
 bound, not weighed against the unit that limits the kernel."""
 
 # ----------------------------------------------------------------------------- job
-# (owned by kprof/diagnose/job.py; measured on data/samples/multirank, 2x H200, 6 steps per rank)
+# (owned by kprof/diagnose/job/; measured on data/samples/multirank, 2x H200, 6 steps per rank)
 
 STRAGGLER_MIN_EXCESS = 0.25
 """A rank is slow when its compute (non-NCCL kernel time) per step exceeds the typical rank's by more

@@ -1,0 +1,189 @@
+"""``host_launch_bound``: the host issues many short launches more slowly than the GPU runs them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kprof import commands
+from kprof import thresholds as th
+from kprof.diagnose.timeline.context import _Context
+from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence
+from kprof.diagnose.timeline.findings import _findings
+from kprof.diagnose.timeline.gaps import _Window
+from kprof.diagnose.timeline.iterations import REPEATED_WORK
+from kprof.diagnose.timeline.words import NATIVE, _app, _clip_name, _language, _ms, _pct
+from kprof.model import (
+    Bottleneck,
+    Diagnosis,
+    Direction,
+    Evidence,
+    Expectation,
+    Subject,
+    Verdict,
+)
+
+
+def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
+    """What the steady state launches, in words: "each of its 23 iterations launches 185 kernels, most of them
+    vectorized_elementwise_kernel (104) and gemv2T_kernel (35)"; "" when it cannot be said."""
+    k = ctx.tl.kernels
+    if len(k) == 0 or w.kernel_count == 0:
+        return ""
+    m = (k.device == ctx.gpu.device) & (k.start_ns >= ctx.steady_lo) & (k.start_ns < ctx.steady_hi)
+    short = k.short_names or k.names
+    first: dict[str, int] = {}
+    canon = np.array([first.setdefault(x, i) for i, x in enumerate(short)] or [0], np.int64)
+    sid = canon[k.name_id[m]] if m.any() else np.zeros(0, np.int64)
+    if len(sid) == 0:
+        return ""
+    ids, counts = np.unique(sid, return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:2]
+    n_it = len(ctx.its) - ctx.its.warmup if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
+    div = max(n_it, 1)
+
+    def per(x: float) -> str:  # whole launches per iteration; "about" when the window's edges split one
+        r = round(x / div)
+        return f"{r:,}" if abs(x / div - r) < 0.05 else f"about {max(r, 1):,}"
+
+    top = " and ".join(
+        f"{_clip_name(short[int(ids[o])], 60)} ({per(float(counts[o]))})" for o in order.tolist()
+    )
+    if n_it:
+        each = f"{ctx.its.period_launches:,}" if ctx.its.kind == REPEATED_WORK else per(float(len(sid)))
+        return f"each of its {n_it:,} iterations launches {each} kernels, most of them {top}"
+    return f"it launches {len(sid):,} kernels, most of them {top}"
+
+
+def _launch_evidence(w: _Window) -> list[Evidence]:
+    launch_call = w.median_launch_call_ns
+    ev = [
+        _busy_evidence(w),
+        Evidence(
+            name="median idle gap between GPU work",
+            value=round(w.median_gap_ns / 1e3, 3),
+            unit="us",
+            reference=f"median kernel {_ms(w.median_kernel_ns)}; launch call "
+            + (f"{_ms(launch_call)} measured here" if launch_call else "not traced")
+            + f"; typical launch overhead {_ms(th.TYPICAL_LAUNCH_OVERHEAD_NS[0])}-"
+            f"{_ms(th.TYPICAL_LAUNCH_OVERHEAD_NS[1])}",
+            reference_value=th.TYPICAL_LAUNCH_OVERHEAD_NS[1] / 1e3,
+            metric="mean_gap_ns",
+        ),
+    ]
+    if w.launch_interval_ns:
+        ev.append(
+            Evidence(
+                name="host time per launch",
+                value=round(w.launch_interval_ns / 1e3, 3),
+                unit="us",
+                reference=f"the GPU needs {_ms(w.median_kernel_ns)} per kernel (median): the host "
+                "issues work slower than the GPU finishes it",
+                reference_value=round(w.median_kernel_ns / 1e3, 3),
+            )
+        )
+    return ev
+
+
+def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
+    """(headline, mechanism, fix) of a launch-bound steady state, the fix in the program's language."""
+    host_idle = w.idle_by_cause.get("host", 0)
+    split = w.host_split
+    biggest = max(split.items(), key=lambda kv: kv[1]) if split else ("", 0)
+    per_launch = w.launch_interval_ns or 0
+    n = w.kernel_count
+    headline = (
+        f"Host-bound: the GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} "
+        f"({_ms(w.busy_ns)} busy of {_ms(w.wall_ns)}) because the host issues "
+        f"{n:,} kernel{'s' if n != 1 else ''}"
+        + (f" one every {_ms(per_launch)}" if per_launch else "")
+        + f" and each runs in {_ms(w.median_kernel_ns)}."
+    )
+    where = {
+        "launch calls": "inside the launch calls themselves",
+        "CPU ops": "in framework operators (PyTorch dispatch) around the launches",
+        "other CUDA calls": "in other CUDA calls",
+        "untraced host time": "in untraced host code (Python, framework dispatch) between the launches"
+        if _language(ctx.tl) != NATIVE
+        else "in the program's own host code between the launches",
+    }.get(biggest[0], "on the host")
+    what = _launches_per_iteration(ctx, w)
+    mech = (
+        f"Each kernel is shorter than the host's time to issue the next one, so the GPU finishes and waits: "
+        f"{_pct(host_idle / max(w.idle_ns, 1))} of the idle time falls where the next kernel was launched only "
+        f"after the GPU had gone idle, and most of that host time is {where}."
+        + (f" In the steady state {what}." if what else "")
+    )
+    if _language(ctx.tl) == NATIVE:
+        fix = (
+            "Capture the loop body once as a CUDA graph (cudaStreamBeginCapture/cudaStreamEndCapture, "
+            "cudaGraphInstantiate) and replay it with one cudaGraphLaunch per iteration; alternatively fuse "
+            "consecutive small kernels into one, or give each launch more work (a larger grid, a batch)."
+        )
+    else:
+        fix = (
+            "Capture the loop body as a CUDA graph (torch.compile(mode='reduce-overhead'), or torch.cuda.CUDAGraph "
+            "with static input tensors) so one launch replays all its kernels; alternatively fuse the elementwise "
+            "chains (torch.compile; a foreach/fused optimizer: torch.optim.SGD(foreach=True) or fused=True), or "
+            "batch more work per launch."
+        )
+    return headline, mech, fix
+
+
+def _launch_expect(w: _Window) -> tuple[Expectation, ...]:
+    """What the mechanism predicts: the host-caused idle time goes, the GPU work stays, and even a CUDA graph
+    spaces its kernels by the GPU's own gap (GRAPH_KERNEL_GAP_NS): never a gapless GPU."""
+    host_idle = w.idle_by_cause.get("host", 0)
+    floor = min(w.wall_ns, w.busy_ns + w.kernel_count * th.GRAPH_KERNEL_GAP_NS)
+    wall_after = max(floor, w.wall_ns - host_idle)
+    return (
+        Expectation(
+            metric="gpu_busy_fraction",
+            direction=Direction.UP,
+            value_now=round(w.busy_fraction, 4),
+            target=round(w.busy_ns / max(wall_after, 1), 3),
+            label="GPU-busy fraction (without the host-caused idle time; kernels still "
+            f"{_ms(th.GRAPH_KERNEL_GAP_NS)} apart, as in a CUDA graph)",
+        ),
+        Expectation(
+            metric="launch_count",
+            direction=Direction.DOWN,
+            value_now=w.launch_count,
+            label="launch calls in the steady state",
+        ),
+        Expectation(
+            metric="wall_ns",
+            direction=Direction.DOWN,
+            value_now=w.wall_ns,
+            unit="ns",
+            target=wall_after,
+            label="steady-state wall time (the kernels' own time plus "
+            f"{_ms(th.GRAPH_KERNEL_GAP_NS)} between them, instead of the host-caused idle time)",
+        ),
+    )
+
+
+def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    headline, mech, fix = _launch_words(ctx, w)
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.HOST_LAUNCH_BOUND,
+        verdict=Verdict.FIX,
+        headline=headline,
+        evidence=tuple(_launch_evidence(w)[:3]),
+        mechanism=mech,
+        fix=fix,
+        expect=_launch_expect(w),
+        confidence=_confidence(
+            share,
+            w,
+            ctx.tl.has_host_trace,
+            "a Python-level trace (torch.profiler with_stack=True, or nsys -s cpu sampling) "
+            "showing where the host time goes"
+            if _language(ctx.tl) != NATIVE
+            else "CPU sampling of the host thread (nsys -s cpu) showing where the host time goes",
+        ),
+        next_step="Apply the fix and re-capture the same steady state ("
+        + commands.timeline_after_change(ctx.tl.source, program=_app(ctx.tl))
+        + "): the GPU-busy fraction should go up and the launch calls down.",
+        findings=tuple(_findings(ctx, w, Bottleneck.HOST_LAUNCH_BOUND)),
+    )

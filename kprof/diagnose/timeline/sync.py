@@ -1,0 +1,260 @@
+"""``sync_bound``: the host blocks on the GPU and the GPU then idles; what blocks, named from the capture."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from kprof import thresholds as th
+from kprof.diagnose.timeline.context import _Context
+from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys, _recapture
+from kprof.diagnose.timeline.findings import _findings
+from kprof.diagnose.timeline.gaps import _LaunchingOps, _Window
+from kprof.diagnose.timeline.words import NATIVE, _language, _ms, _pct, _times
+from kprof.model import (
+    Bottleneck,
+    Diagnosis,
+    Direction,
+    Evidence,
+    Expectation,
+    Subject,
+    Verdict,
+    _fmt,
+)
+from kprof.timeline_model import (
+    COPY_DTOH,
+    ApiCategory,
+    api_base_name,
+)
+
+_SYNC_KINDS: dict[str, tuple[str, str, str]] = {
+    # kind: (what blocks, in the program's terms; the PyTorch fix; the CUDA C++ fix)
+    "item": (
+        ".item() (aten::_local_scalar_dense: a scalar copied to the host, then a wait for the queue)",
+        "keep the value on the GPU: accumulate it in a tensor and call .item() once every N steps or after the loop, "
+        "and replace Python control flow on it with tensor ops (torch.where, masks); float(t), int(t), bool(t) and "
+        "`if t:` sync the same way",
+        "keep the value on the GPU and read it back once every N iterations or after the loop",
+    ),
+    "scalar_read": (
+        "a scalar read back (a copy of at most 8 bytes to the host, then a wait for the queue: what .item() "
+        "issues in PyTorch)",
+        "keep the value on the GPU: accumulate it in a tensor and read it (.item(), float(t), bool(t), `if t:`) "
+        "once every N steps or after the loop, and replace Python control flow on it with tensor ops "
+        "(torch.where, masks)",
+        "keep the value on the GPU and read it back once every N iterations or after the loop",
+    ),
+    "to_host": (
+        "a copy to host memory (.cpu(), .to('cpu'), .numpy(), .tolist())",
+        "copy into a pinned buffer with non_blocking=True, record a CUDA event after it and wait on that event only "
+        "when the host needs the values (a step later)",
+        "cudaMemcpyAsync into pinned memory (cudaHostAlloc), then cudaEventRecord and cudaEventSynchronize only "
+        "where the host needs the values",
+    ),
+    "data_dependent": (
+        "an operation whose output size depends on the data (nonzero, boolean-mask indexing, unique)",
+        "give it a static size (torch.nonzero_static, multiply by the mask instead of indexing with it) so the host "
+        "need not wait to learn the size",
+        "bound the output size ahead of time so the host need not read it back",
+    ),
+    "device_sync": (
+        "an explicit device synchronize (torch.cuda.synchronize(), cudaDeviceSynchronize)",
+        "remove torch.cuda.synchronize() from the loop (keep one before reading a timer or the final result); to "
+        "order work between streams use torch.cuda.Event and stream.wait_event, which do not block the host",
+        "remove cudaDeviceSynchronize from the loop; order work with cudaEventRecord + cudaStreamWaitEvent, which "
+        "do not block the host",
+    ),
+    "stream_sync": (
+        "cudaStreamSynchronize",
+        "wait on a CUDA event recorded after the work you need (torch.cuda.Event.synchronize()), issued after the "
+        "next iteration's work is queued, instead of draining the stream",
+        "replace cudaStreamSynchronize with cudaEventRecord after the work you need and cudaEventSynchronize after "
+        "the next iteration's work is queued (or cudaStreamWaitEvent for GPU-side ordering)",
+    ),
+    "event_sync": (
+        "an event wait (cudaEventSynchronize, event.synchronize())",
+        "wait on the event later, after the next iteration's work is queued, or order with stream.wait_event",
+        "move cudaEventSynchronize after the next iteration's launches, or use cudaStreamWaitEvent",
+    ),
+    "blocking_copy": (
+        "a synchronous copy (cudaMemcpy)",
+        "copy with non_blocking=True into pinned memory and wait on an event when the data is needed",
+        "replace cudaMemcpy with cudaMemcpyAsync on a stream into pinned memory, and an event wait where the data "
+        "is needed",
+    ),
+}
+
+
+_ITEM_OP = re.compile(r"_local_scalar_dense|^aten::item$")
+
+
+_TO_HOST_OP = re.compile(r"^aten::(to|_to_copy|copy_|cpu|numpy|tolist)$")
+
+
+_DATA_DEP_OP = re.compile(r"nonzero|masked_select|unique|index|repeat_interleave")
+
+
+def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
+    """What blocks the host in the steady state, as :data:`_SYNC_KINDS` keys with their counts, most first.
+
+    A PyTorch trace names the operator that made each blocking call (``aten::_local_scalar_dense`` for
+    ``.item()``); otherwise the call and the copies around it say it: a stream sync right after a copy of a
+    few bytes to the host is a scalar read back (what ``.item()`` issues in PyTorch). Names choose the words
+    of the fix only; the verdict comes from the gaps."""
+    tl = ctx.tl
+    api = tl.api
+    if len(api) == 0:
+        return []
+    cat = api.category
+    m = (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
+    rows = np.flatnonzero(m & np.isin(cat, (int(ApiCategory.SYNC), int(ApiCategory.COPY_SYNC))))
+    if len(rows) == 0:
+        return []
+    ops = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
+    # small device-to-host copies in the steady state: scalars read back
+    c = tl.copies
+    small_d2h = 0
+    if len(c):
+        cm = (
+            (c.start_ns >= ctx.steady_lo)
+            & (c.start_ns < ctx.steady_hi)
+            & np.isin(c.direction, (COPY_DTOH, 12))
+        )
+        small_d2h = int(np.count_nonzero(cm & (c.bytes <= 8)))
+    counts: dict[str, int] = {}
+    for r in rows.tolist():
+        name = api_base_name(api.names[int(api.name_id[r])])
+        op = ops.name_at(int(api.start_ns[r]), int(api.thread[r])) if ops is not None else None
+        if op and _ITEM_OP.search(op):
+            kind = "item"
+        elif op and _TO_HOST_OP.search(op):
+            kind = "to_host"
+        elif op and _DATA_DEP_OP.search(op):
+            kind = "data_dependent"
+        elif name in ("cudaDeviceSynchronize", "cuCtxSynchronize"):
+            kind = "device_sync"
+        elif name in ("cudaEventSynchronize", "cuEventSynchronize"):
+            kind = "event_sync"
+        elif cat[r] == ApiCategory.COPY_SYNC:
+            kind = "blocking_copy"
+        elif ops is None and small_d2h * 2 >= len(rows):
+            kind = "scalar_read"
+        else:
+            kind = "stream_sync"
+        counts[kind] = counts.get(kind, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
+
+
+def _sync_fix(ctx: _Context) -> tuple[str, str]:
+    """(the fix for what blocks most, what blocks in words with counts)."""
+    kinds = _sync_kinds(ctx)
+    native = _language(ctx.tl) == NATIVE
+    if not kinds:
+        fix = _SYNC_KINDS["stream_sync"][2 if native else 1]
+        return fix[0].upper() + fix[1:] + ".", "a blocking call"
+    top = kinds[0][0]
+    total = sum(n for _, n in kinds)
+    what = "; ".join(
+        f"{_SYNC_KINDS[k][0]} {_times(n)}" for k, n in kinds[:2] if n >= th.MIN_FINDING_SHARE * total
+    )
+    fix = _SYNC_KINDS[top][2 if native else 1]
+    return fix[0].upper() + fix[1:] + ".", what
+
+
+def _sync_evidence(ctx: _Context, w: _Window) -> list[Evidence]:
+    sync_idle = w.idle_by_cause.get("sync", 0)
+    n_iter = len(ctx.iterations[0])
+    steady_iters = n_iter - ctx.its.warmup if n_iter >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
+    per_iter = f", {_fmt(w.sync_count / steady_iters)} per iteration" if steady_iters >= 2 else ""
+    return [
+        _busy_evidence(w),
+        Evidence(
+            name="blocking syncs in the steady state",
+            value=w.sync_count,
+            reference=f"host blocked {_ms(w.sync_wait_ns)} in them{per_iter}; 0 needed inside a loop",
+            reference_value=0,
+            metric="sync_count",
+        ),
+        Evidence(
+            name="idle time after a sync drained the queue",
+            value=round(sync_idle / 1e3, 3),
+            unit="us",
+            reference=f"{_pct(sync_idle / max(w.idle_ns, 1))} of the GPU's idle time",
+            metric="gpu_idle_ns",
+        ),
+    ]
+
+
+def _sync_expect(w: _Window) -> list[Expectation]:
+    sync_idle = w.idle_by_cause.get("sync", 0)
+    expect = [
+        Expectation(
+            metric="gpu_busy_fraction",
+            direction=Direction.UP,
+            value_now=round(w.busy_fraction, 4),
+            target=round(w.busy_ns / max(w.busy_ns, w.wall_ns - sync_idle, 1), 3),
+            label="GPU-busy fraction (without the idle time after syncs)",
+        ),
+        Expectation(
+            metric="gpu_idle_ns",
+            direction=Direction.DOWN,
+            value_now=w.idle_ns,
+            target=max(0, w.idle_ns - sync_idle),
+            unit="ns",
+            label="GPU idle time (without the idle time after syncs)",
+        ),
+    ]
+    if w.sync_count:
+        expect.insert(
+            0,
+            Expectation(
+                metric="sync_count",
+                direction=Direction.DOWN,
+                value_now=w.sync_count,
+                target=0,
+                label="blocking syncs in the steady state (the values read after the loop, or every N steps)",
+            ),
+        )
+    return expect
+
+
+def _diag_sync(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
+    sync_idle = w.idle_by_cause.get("sync", 0)
+    fix, what = _sync_fix(ctx)
+    headline = (
+        f"Sync-bound: the host blocks on the GPU {w.sync_count:,} times in the steady state and the GPU "
+        f"then idles: {_pct(1 - w.busy_fraction)} idle, {_pct(sync_idle / max(w.idle_ns, 1))} of it right "
+        "after a sync returned."
+    )
+    mech = (
+        f"The loop blocks in {what}: each call makes the host wait until the GPU's queue is empty, and after it "
+        "returns the GPU idles for as long as the host needs to dispatch and launch the next work, every time."
+    )
+    return Diagnosis(
+        subject=subject,
+        bottleneck=Bottleneck.SYNC_BOUND,
+        verdict=Verdict.FIX,
+        headline=headline,
+        evidence=tuple(_sync_evidence(ctx, w)),
+        mechanism=mech,
+        fix=fix,
+        expect=tuple(_sync_expect(w)),
+        confidence=_confidence(
+            share,
+            w,
+            ctx.tl.has_host_trace,
+            "a Python stack for the syncs (torch.profiler with_stack=True, or "
+            "torch.cuda.set_sync_debug_mode('warn')) naming the lines that block"
+            if _language(ctx.tl) != NATIVE
+            else "backtraces of the blocking calls (next step) naming the lines that block",
+        ),
+        next_step=(
+            "Find the blocking lines with torch.cuda.set_sync_debug_mode('warn') (it warns at each syncing call) or "
+            if _language(ctx.tl) != NATIVE
+            else "Find the blocking lines with "
+        )
+        + f"nsys's backtraces of the syncs (`{_nsys(ctx, 'syncs', backtrace_syncs=True)}`), remove them from the loop, "
+        f"then {_recapture(ctx)}.",
+        findings=tuple(_findings(ctx, w, Bottleneck.SYNC_BOUND)),
+    )
