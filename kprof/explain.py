@@ -340,7 +340,9 @@ _ENTRIES: dict[str, _Entry] = {
         "kernel (resource)",
         "The tensor-core pipes are the saturated unit.",
         "The tensor pipe is the highest SpeedOfLight unit; at HEALTHY_FRACTION_OF_PEAK of its peak the kernel "
-        "is healthy (the advice is then to do less work, not to tune).",
+        "is healthy (the advice is then to do less work, not to tune). Integer MMA (IMMA/IGMMA) counts like any "
+        "other. A slower tensor path than the GPU has for the same inputs (mma.sync HMMA/IMMA where wgmma "
+        "exists) busy above LATENCY_BOUND_FRACTION and busier than every memory level is a fix: use the faster path.",
         "Do less work: lower precision (FP8/BF16 where accuracy allows), smaller or fewer matrix products.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
         _RESOURCE,
@@ -351,7 +353,9 @@ _ENTRIES: dict[str, _Entry] = {
         "Every SpeedOfLight unit is below LATENCY_BOUND_FRACTION of its peak, or the busiest unit is a memory "
         "level below HEALTHY_FRACTION_OF_PEAK whose own queue is not full (warps wait on its results: too few "
         "requests in flight, Little's law), and no mechanism rule explains at least MIN_PRIMARY_SAVINGS of the "
-        "time; the top warp stall reasons say what the warps wait for.",
+        "time; the top warp stall reasons say what the warps wait for. Also a matrix-multiply k-loop whose "
+        "operand loads are synchronous (LDG and STS, no LDGSTS/UTMALDG: Triton num_stages=1) with the tensor pipe "
+        "below HEALTHY_FRACTION_OF_PEAK: the fix is software pipelining, not more warps.",
         "Expose more parallelism (more warps or more independent work per thread), prefetch, or shorten "
         "dependency chains.",
         ("LATENCY_BOUND_FRACTION", "HEALTHY_FRACTION_OF_PEAK", "MIN_PRIMARY_SAVINGS"),
@@ -437,7 +441,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Registers or shared memory cap the warps per SM, and latency is exposed for lack of warps.",
         "Theoretical occupancy is below OCCUPANCY_LOW_FRACTION, the grid fills at least OCCUPANCY_MIN_WAVES "
         "waves, schedulers issue in fewer than ISSUE_EXPOSED_LATENCY of cycles, and the limiting unit is below "
-        "HEALTHY_FRACTION_OF_PEAK.",
+        "HEALTHY_FRACTION_OF_PEAK; never for a matrix-multiply k-loop with synchronous operand loads (the tile "
+        "caps the warps by design: latency_bound).",
         "Free the limiting resource (__launch_bounds__, fewer registers per thread, less shared memory per "
         "block) or give each warp more independent work.",
         (
@@ -469,11 +474,15 @@ _ENTRIES: dict[str, _Entry] = {
         "Instruction issue is the limit: index arithmetic, special functions or conversions fill the issue slots.",
         "Issue is the busiest unit while memory and the math pipes stay below LATENCY_BOUND_FRACTION of their "
         "peaks, and arithmetic on the data (FP math, integer math on loaded values) is below FP_HEAVY_SHARE of "
-        "the executed instructions.",
+        "the executed instructions; never when the tensor pipe carries the SM's throughput. Also FP32 data "
+        "computed in FP64 (F2F.F64.F32 in, F2F.F32.F64 out, FP64 math, 32-bit global accesses) with issue above "
+        "LATENCY_BOUND_FRACTION: keep the arithmetic in FP32; divergence inside the FP64 routines (at least "
+        "DIVERGENCE_INSIDE_FP64_SHARE of the divergent branches on their lines) is its consequence.",
         "Issue fewer instructions: hoist index math out of loops, vectorize loads, use intrinsics or tables for "
         "special functions.",
-        ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE"),
+        ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE", "DIVERGENCE_INSIDE_FP64_SHARE"),
         _RULES + "instructions.py",
+        (_RULES + "precision.py", _RULES + "divergence.py"),
     ),
 }
 

@@ -397,6 +397,11 @@ DIVERGENCE_TARGET_ACTIVE_THREADS = DIVERGENCE_ACTIVE_THREADS + 4.0
 """What a warp-uniform branch reaches: 28 of 32 active threads per executed instruction (87.5% SIMT efficiency),
 above the 24 where divergence starts to count; loop tails and bounds guards keep real kernels below 32."""
 
+DIVERGENCE_INSIDE_FP64_SHARE = 0.5
+"""Divergence is a consequence of promoted FP64 math (kprof.rules.kernel.divergence) when at least half of the
+divergent branch executions sit on the source lines that run the FP64 instructions: a majority, so that the
+branches the FP32 functions would not take carry most of the masked lanes."""
+
 TAIL_TARGET_WAVE_EFFICIENCY = 0.95
 """What a grid sized to whole waves reaches: waves / whole waves >= 0.95 (the last wave at least 95% full, or
 enough waves that a partial one weighs less than 5% of the run: the same 5% as MIN_MECHANISM_SAVINGS)."""

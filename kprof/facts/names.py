@@ -45,6 +45,13 @@ L2_ATOMIC_REQUESTS = (
 )
 """Atomic and reduction operations the L2 slices apply (one per active lane's address at a warp's RED/ATOM: the L1
 forwards a warp's same-address updates one by one). A warp that reduces first sends one."""
+L2_ATOMIC_SECTORS = (
+    "lts__t_sectors_srcunit_tex_op_red.sum",
+    "lts__t_sectors_srcunit_tex_op_atom_dot_alu.sum",
+    "lts__t_sectors_srcunit_tex_op_atom_dot_cas.sum",
+)
+"""Sectors those L2 atomic/reduction requests touch: one per request when each request carries one address (the
+same address for every lane, sent lane by lane); more when the lanes of one request update different sectors."""
 L2_READ_HIT_RATE = "lts__t_sector_op_read_hit_rate.pct"
 ATOMIC_SLICE_MAX = "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"
 ATOMIC_SLICE_AVG = "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"
@@ -129,6 +136,11 @@ DERIVED: dict[str, str] = {
     "sass:dependent_load_share": "global loads whose address is computed from loaded data (SASS data flow)",
     "sass:local_instructions": "executed (or listed) LDL + STL instructions",
     "sass:global_atomics": "executed RED/ATOM instructions on global memory",
+    "sass:async_copies": "executed asynchronous global -> shared copies (LDGSTS, UTMALDG, UBLKCP)",
+    "sass:fp64_widening_conversions": "executed F2F.F64.F32 (FP32 -> FP64) in a kernel whose global accesses are all "
+    "32-bit and that narrows its results back (F2F.F32.F64): FP32 data computed in FP64 (kprof.facts.sass_traits)",
+    "sass:fp64_inst_share": "% of executed SASS instructions that are FP64 (DFMA/DADD/DMUL/DSETP/DMNMX, MUFU.*64H, "
+    "conversions to or from F64), in such a kernel",
 }
 
 # ncu sections each check needs, for the exact command that collects what is missing.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts
 from kprof.facts.names import ACHIEVED_OCC, ISSUE_ACTIVE, OCC_LIMITS, THEORETICAL_OCC, WAVES
+from kprof.facts.sass_traits import synchronous_mma_loop
 from kprof.facts.stalls import LATENCY_STALLS
 from kprof.kernel_model import KernelLaunch
 from kprof.model import Direction, Evidence, Expectation
@@ -66,6 +67,8 @@ def occupancy(f: KernelFacts) -> Mechanism | None:
     theo = f.v(THEORETICAL_OCC)
     if theo is None or theo / 100.0 >= th.OCCUPANCY_LOW_FRACTION:
         return None
+    if synchronous_mma_loop(f.k.sass) is not None:
+        return None  # a GEMM tile caps the warps by design; the lever is pipelining (kprof.rules.kernel.pipelining)
     waves = f.v(WAVES)
     if waves is not None and waves < th.OCCUPANCY_MIN_WAVES:
         return None  # the grid does not even fill the slots there are: the grid, not occupancy, limits
@@ -122,7 +125,7 @@ def occupancy(f: KernelFacts) -> Mechanism | None:
         evidence=ev,
         mechanism=(
             f"Each block needs too much of one SM resource ({lim.limiter}), so few warps are resident; when they all "
-            "wait on memory, the scheduler has nothing to issue."
+            f"{_WAIT.get(top or '', 'wait on memory')}, the scheduler has nothing to issue."
         ),
         fix=cap(_how(f.k, lim.limiter)) + ", and launch enough blocks to fill the freed slots.",
         expect=with_duration(f, [warps], savings),
@@ -130,6 +133,14 @@ def occupancy(f: KernelFacts) -> Mechanism | None:
         would_raise="" if top else "WarpStateStats (stall reasons) to confirm the latency is exposed",
         inflates=(),
     )
+
+
+_WAIT = {
+    "short_scoreboard": "wait on shared-memory (LDS) or special-function (MUFU) results",
+    "wait": "wait out fixed instruction latencies",
+    "membar": "wait on memory fences",
+}
+"""What the resident warps wait on, by top stall reason (others: memory)."""
 
 
 def _how(k: KernelLaunch, limiter: str) -> str:
