@@ -195,7 +195,7 @@ def plot_roofline(
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
-    _draw_roofs(ax, levels, peak_flops, peak_bw, x_lo, x_hi)
+    _draw_roofs(ax, levels, peak_flops, peak_bw, x_lo, x_hi, roofs)
     _draw_points(ax, points, levels, annotate)
     _draw_arrows(ax, points, all_points, all_after, levels)
     _legends(ax, points, after_points, levels, annotate)
@@ -237,9 +237,10 @@ def _draw_roofs(
     peak_bw: dict[str, float],
     x_lo: float,
     x_hi: float,
+    roofs: Sequence[Roofline],
 ) -> None:
     """One memory diagonal per level up to the highest compute ceiling, one horizontal ceiling per
-    precision (equal peaks share one line and one label)."""
+    precision (equal peaks share one line and one label; ``roofs`` name an integer tensor path)."""
     roof_top = max(peak_flops.values()) if peak_flops else None
     for lv in levels:
         if lv not in peak_bw:
