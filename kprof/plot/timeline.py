@@ -260,30 +260,34 @@ def _rows(tl: Timeline, lo: int, hi: int, host: bool) -> list[_Row]:
 
     gpu_rows = sorted(rows.values(), key=lambda r: -r.weight)[:MAX_STREAM_ROWS]
     gpu_rows.sort(key=lambda r: r.label)
+    return (_host_rows(tl, lo, hi) if host and len(tl.api) else []) + gpu_rows
+
+
+def _host_rows(tl: Timeline, lo: int, hi: int) -> list[_Row]:
+    """One row per host thread with the most CUDA calls in the window (at most MAX_HOST_ROWS), in thread order."""
     out: list[_Row] = []
-    if host and len(tl.api):
-        thread = np.asarray(tl.api.thread)
-        m = (tl.api.end_ns > lo) & (tl.api.start_ns < hi)
-        cat = np.asarray(tl.api.category)
-        counts = np.bincount(thread[m], minlength=len(tl.threads) or 1) if m.any() else np.zeros(1, np.int64)
-        top = [int(t) for t in np.argsort(-counts)[:MAX_HOST_ROWS] if counts[t] > 0]
-        for t in sorted(top):
-            name = tl.threads[t] if t < len(tl.threads) else f"thread {t}"
-            r = _Row(label=f"host {shorten(name, 24)}")
-            sel_t = m & (thread == t)
-            for key, cats, legend in _api_groups(tl):
-                sel = sel_t & np.isin(cat, cats)
-                if sel.any():
-                    r.spans.append(
-                        (
-                            np.maximum(tl.api.start_ns[sel], lo),
-                            np.minimum(tl.api.end_ns[sel], hi),
-                            key,
-                            legend,
-                        )
+    thread = np.asarray(tl.api.thread)
+    m = (tl.api.end_ns > lo) & (tl.api.start_ns < hi)
+    cat = np.asarray(tl.api.category)
+    counts = np.bincount(thread[m], minlength=len(tl.threads) or 1) if m.any() else np.zeros(1, np.int64)
+    top = [int(t) for t in np.argsort(-counts)[:MAX_HOST_ROWS] if counts[t] > 0]
+    for t in sorted(top):
+        name = tl.threads[t] if t < len(tl.threads) else f"thread {t}"
+        r = _Row(label=f"host {shorten(name, 24)}")
+        sel_t = m & (thread == t)
+        for key, cats, legend in _api_groups(tl):
+            sel = sel_t & np.isin(cat, cats)
+            if sel.any():
+                r.spans.append(
+                    (
+                        np.maximum(tl.api.start_ns[sel], lo),
+                        np.minimum(tl.api.end_ns[sel], hi),
+                        key,
+                        legend,
                     )
-            out.append(r)
-    return out + gpu_rows
+                )
+        out.append(r)
+    return out
 
 
 def plot_timeline(

@@ -176,13 +176,7 @@ def build_report(
     PosixPath('report.html')
     """
     t_start = time.perf_counter()
-    paths = list(paths or [])
-    if not paths:
-        paths = list(sample_paths())
-        from kprof.jobs import sample_job_paths
-
-        with contextlib.suppress(KprofError):  # a gallery without multi-rank samples still reports
-            paths += sample_job_paths("ddp_straggler")
+    paths = list(paths or []) or _sample_inputs()
     out_path = check_output(output, paths)  # before any work: never an input, a profile, a protected file
     started = time.time()
     remove_stale_temporaries(started)  # what killed runs left, once their owner is gone
@@ -196,15 +190,8 @@ def build_report(
         if log is not None:
             print(f"kprof report: {msg}", file=log, flush=True)
 
-    n_ranks = sum(len(j) for j in inputs.jobs)
-    n_in = len(inputs.timelines) + len(inputs.kernels) + n_ranks
-    parts_desc = [f"{len(inputs.timelines)} timeline", f"{len(inputs.kernels)} kernel"]
-    if inputs.jobs:
-        parts_desc.append(f"{n_ranks} rank captures in {len(inputs.jobs)} job(s)")
-    if inputs.pairs:
-        parts_desc.append(f"{len(inputs.pairs)} before/after pair(s)")
     runs = report_runs(stages)
-    say(f"{n_in} inputs ({', '.join(parts_desc)}) -> {len(stages)} notebooks in {len(runs)} kernel(s)")
+    say(f"{_describe(inputs)} -> {len(stages)} notebooks in {len(runs)} kernel(s)")
     # the notebooks open the inputs by the names the report shows, never their absolute paths
     names = display_names([*inputs.timelines, *inputs.kernels, *(p for j in inputs.jobs for p in j)])
     inputs = inputs.renamed(names)
@@ -230,6 +217,28 @@ def build_report(
     total = time.perf_counter() - t_start
     say(f"exported in {dt:.1f} s; wrote {out_path} ({len(body) / 1e6:.1f} MB) in {total:.1f} s")
     return out_path
+
+
+def _sample_inputs() -> list[str | os.PathLike[str]]:
+    """What a report without inputs runs on: the shipped samples, and the straggler job's ranks."""
+    paths: list[str | os.PathLike[str]] = list(sample_paths())
+    from kprof.jobs import sample_job_paths
+
+    with contextlib.suppress(KprofError):  # a gallery without multi-rank samples still reports
+        paths += sample_job_paths("ddp_straggler")
+    return paths
+
+
+def _describe(inputs: Inputs) -> str:
+    """``N inputs (T timeline, K kernel, ...)`` for the progress line."""
+    n_ranks = sum(len(j) for j in inputs.jobs)
+    n_in = len(inputs.timelines) + len(inputs.kernels) + n_ranks
+    parts_desc = [f"{len(inputs.timelines)} timeline", f"{len(inputs.kernels)} kernel"]
+    if inputs.jobs:
+        parts_desc.append(f"{n_ranks} rank captures in {len(inputs.jobs)} job(s)")
+    if inputs.pairs:
+        parts_desc.append(f"{len(inputs.pairs)} before/after pair(s)")
+    return f"{n_in} inputs ({', '.join(parts_desc)})"
 
 
 Task = tuple[tuple[str, ...], dict[str, dict[str, Any]], Path, str]
