@@ -191,7 +191,7 @@ _SHELL_CALLS = {
 }
 _PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
 ALLOWED = {
-    ("kprof/io/ncu.py", "pickle.load"): "reads the result its own reader process wrote, never a user file",
+    ("kprof/io/ncu_reader.py", "pickle.load"): "reads the result its own reader process wrote, never a user file",
 }
 
 
