@@ -19,7 +19,8 @@ from types import MappingProxyType
 import pytest
 
 import kprof
-from kprof.diagnose.fixes.memory import launch_bounds, row_walk
+from kprof.diagnose.fixes.coalescing import row_walk
+from kprof.diagnose.fixes.memory import launch_bounds
 from kprof.diagnose.kernel import diagnose_launch
 from kprof.kernel_model import KernelLaunch
 from kprof.model import Diagnosis
@@ -233,7 +234,7 @@ def test_oversized_dynamic_shared_buffer_is_sized_to_what_is_filled() -> None:
     d = _diag(POLY)
     assert d.bottleneck is B.OCCUPANCY_LIMITED
     assert "pass `(deg + 1) * sizeof(float)` as the third `<<<...>>>` argument" in d.fix, d.fix
-    assert "instead of 163,840 B" in d.fix and "up to 6 blocks then fit" in d.fix, d.fix
+    assert "instead of 163,840 B" in d.fix and "then up to 6 blocks fit" in d.fix, d.fix
     assert "smaller pieces" not in d.fix, d.fix
     assert "first `deg + 1` elements (line 9" in d.mechanism, d.mechanism
     assert "wait on memory" not in d.mechanism and "shared-memory (LDS)" in d.mechanism, d.mechanism
@@ -245,3 +246,13 @@ def test_staged_data_buffer_keeps_the_smaller_pieces_advice() -> None:
     d = _diag("validation/cuda/chunk_reverse.ncu-rep.gz")
     assert "process the data in smaller pieces" in d.fix and "sizeof" not in d.fix, d.fix
     assert "wait on memory" in d.mechanism, d.mechanism
+
+
+def test_oversized_per_warp_slices_are_sized_to_what_they_hold() -> None:
+    """embag_lowocc: `my = sidx + warp * max_bag` slices the 96 KB dynamic buffer per warp, but each slice is filled
+    only up to `L`: the fix passes max_bag = L and sizes the buffer from it, not "smaller pieces"."""
+    d = _diag("validation/blind4/embag_lowocc.ncu-rep.gz")
+    assert d.bottleneck is B.OCCUPANCY_LIMITED
+    assert "pass `max_bag` = `L` and `(blockDim.x / 32) * L * sizeof(int)`" in d.fix, d.fix
+    assert "smaller pieces" not in d.fix, d.fix
+    assert "slices of `max_bag` elements" in d.mechanism and "filled only up to `L`" in d.mechanism, d.mechanism
