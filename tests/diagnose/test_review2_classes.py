@@ -208,10 +208,18 @@ def test_row_walk_pattern() -> None:
     src = "const int row = blockIdx.x * blockDim.x + threadIdx.x;"
     w = row_walk("for (int j = 0; j < N; j++) s += A[(size_t)row * N + j];", src)
     assert w is not None and (w.array, w.lane, w.stride, w.loop, w.reduction) == ("A", "row", "N", "j", True)
-    copy = row_walk("for (int k = 0; k < cols; ++k) out[k] = a[k];", src + " const float* a = in + row * cols;")
+    copy = row_walk(
+        "for (int k = 0; k < cols; ++k) out[k] = a[k];", src + " const float* a = in + row * cols;"
+    )
     assert copy is not None and not copy.reduction
     transpose = "int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;"
-    assert row_walk("for (int j = 0; j < 32; j += 8) out[(long)x * n + (y + j)] = in[(long)(y + j) * n + x];", transpose) is None
+    assert (
+        row_walk(
+            "for (int j = 0; j < 32; j += 8) out[(long)x * n + (y + j)] = in[(long)(y + j) * n + x];",
+            transpose,
+        )
+        is None
+    )
     assert row_walk("for (int j = 0; j < 8; ++j) v[j] = x[base + j * blockDim.x];", src) is None
 
 
@@ -264,4 +272,23 @@ def test_oversized_per_warp_slices_are_sized_to_what_they_hold() -> None:
     assert d.bottleneck is B.OCCUPANCY_LIMITED
     assert "pass `max_bag` = `L` and `(blockDim.x / 32) * L * sizeof(int)`" in d.fix, d.fix
     assert "smaller pieces" not in d.fix, d.fix
-    assert "slices of `max_bag` elements" in d.mechanism and "filled only up to `L`" in d.mechanism, d.mechanism
+    assert "slices of `max_bag` elements" in d.mechanism and "filled only up to `L`" in d.mechanism, (
+        d.mechanism
+    )
+
+
+def test_dynamic_shared_without_source_names_the_launch_argument() -> None:
+    """poly_smem_lowocc without its embedded source: the 163,840 B are dynamic (launch__shared_mem_per_block_dynamic),
+    so the fix names the launch argument that sets them instead of "process the data in smaller pieces"."""
+    k = replace(_launch(POLY), source_files=MappingProxyType({}))
+    d = diagnose_launch(k)
+    assert d.bottleneck is B.OCCUPANCY_LIMITED
+    assert "163,840 B of each block's shared memory are dynamic" in d.fix, d.fix
+    assert "third `<<<...>>>` argument" in d.fix and "process the data in smaller pieces" not in d.fix, d.fix
+
+
+def test_static_shared_table_keeps_its_declaration_fix() -> None:
+    """Must stay: the occupancy_limited sample's 48 KB table is static (`__shared__ float table[LUT];`, line 8)."""
+    d = _diag("samples/ncu/occupancy_limited.ncu-rep")
+    assert d.fix.startswith("`__shared__ float table[LUT];` (line 8) sets the shared memory"), d.fix
+    assert "dynamic" not in d.fix, d.fix

@@ -203,6 +203,15 @@ def occupancy(c: Context) -> Text:
                 f"`{' '.join(first.group(0).split())}`{at} sets the shared memory of each block and with it how few "
                 f"blocks fit on an SM: {c.d.fix[0].lower()}{c.d.fix[1:]}"
             )
+        dynamic = c.k.value(_DYNAMIC_SMEM)
+        if not c.source and dynamic and 2 * dynamic >= (c.k.shared_mem_per_block or dynamic):
+            return mech, (
+                f"{int(dynamic):,} B of each block's shared memory are dynamic: the launch sets them (the third "
+                "`<<<...>>>` argument, or cudaLaunchKernelEx's dynamicSmemBytes), not the kernel. Pass the bytes the "
+                "block actually addresses; only if the kernel stages its own slice of the data through that buffer, "
+                "give each block a smaller slice. (The report has no source to tell which: profile with "
+                "`--import-source yes` and -lineinfo.)"
+            )
     if c.lang in (L.TRITON, L.INDUCTOR):
         if not any(x.mnemonic in ASYNC_COPIES for x in c.k.sass):
             # no cp.async/TMA in the SASS: the kernel already runs with num_stages=1 (or has no loop to pipeline)
