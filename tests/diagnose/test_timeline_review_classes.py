@@ -393,3 +393,86 @@ def test_a_pytorch_annotation_is_not_called_an_nvtx_range() -> None:
     assert "NVTX ranges 'step" in nsys.mechanism  # not-fire: an nsys capture's ranges are NVTX
     kin = diagnose_timeline(dataclasses.replace(_launch_loop(), format="kineto"))[0]
     assert "annotations 'step" in kin.mechanism and "NVTX" not in kin.mechanism
+
+
+# ----------------------------------------------------------------------------- launch-bound fix wording
+def _per_sample_loop(body: tuple[str, ...], repeats: int, extra: tuple[str, ...] = (), steps: int = 8) -> Timeline:
+    """A launch-bound loop whose step runs the kernels of ``body`` ``repeats`` times, then ``extra`` once."""
+    b = Builder()
+    for i in range(steps):
+        t0 = b.t
+        for _ in range(repeats):
+            for name in body:
+                b.host(8 * US)
+                b.launch(name, 2 * US)
+        for name in extra:
+            b.host(8 * US)
+            b.launch(name, 2 * US)
+        b.mark(f"step {i}", t0)
+    return b.build(source="infer.sqlite")
+
+
+def test_a_group_of_kernels_repeated_per_step_gets_batching_first() -> None:
+    # 32 batch-1 passes of Linear-GELU-Linear per step (blind4 per_sample_loop's construct): batching first
+    gemm, gelu, cat = "void gemm_bias(float*)", "void gelu_kernel(float*)", "void cat_kernel(float*)"
+    d = diagnose_timeline(_per_sample_loop((gemm, gelu, gemm), 32, (cat,)))[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    assert d.fix.startswith("Each iteration runs the same 3 kernels 32 times"), d.fix
+    assert "divides their launches by 32" in d.fix and "Otherwise: capture the loop body" in d.fix
+    assert "SGD(foreach=True)" not in d.fix  # an inference loop: no backward, no optimizer in the capture
+    # not-fire: 3 repeats are as often 3 layers in sequence; counts without a common factor >= 4 are no group
+    three = diagnose_timeline(_per_sample_loop((gemm, gelu), 3, (cat,)))[0]
+    assert three.bottleneck is Bottleneck.HOST_LAUNCH_BOUND and not three.fix.startswith("Each iteration")
+    mixed = diagnose_timeline(_per_sample_loop((gemm, gelu), 8, (gemm, cat, cat, cat)))[0]
+    assert not mixed.fix.startswith("Each iteration"), mixed.fix  # gemm 9, gelu 8, cat 3 per step: gcd 1
+    # one kernel many times is a chain to fuse or a per-tensor loop: no batching sentence
+    one = diagnose_timeline(_per_sample_loop((gemm,), 40))[0]
+    assert not one.fix.startswith("Each iteration") and "torch._foreach_" in one.fix
+
+
+def test_the_optimizer_advice_needs_a_training_step_in_the_capture() -> None:
+    bwd = "void threshold_backward_kernel(float*)"
+    d = diagnose_timeline(_per_sample_loop(("void relu_kernel(float*)", bwd), 1, ("void mm(float*)",) * 3))[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND and "SGD(foreach=True)" in d.fix
+    inference = diagnose_timeline(_per_sample_loop(("void relu_kernel(float*)",), 1, ("void mm(float*)",) * 3))[0]
+    assert "SGD(foreach=True)" not in inference.fix and "torch._foreach_" in inference.fix
+    # the expectation says where its 130 ns between kernels comes from
+    busy = next(x for x in d.expect if x.metric == "gpu_busy_fraction")
+    assert "measured inside CUDA graphs" in busy.label
+
+
+# ----------------------------------------------------------------------------- host code after a drained queue
+def _host_work_loop(sync_first: bool, command: str = "python3 train.py") -> Timeline:
+    """Each step queues 1.8 ms of GEMMs, then runs 3 ms of host code; with ``sync_first`` the host first blocks
+    until the GPU is done (a .item() of the loss), so nothing is queued behind the host code."""
+    b = Builder()
+    for i in range(8):
+        t0 = b.t
+        for _ in range(6):
+            b.launch("void gemm_kernel(float*)", 300 * US)
+        if sync_first:
+            b.sync()
+        b.host(3 * MS)
+        if not sync_first:
+            b.sync()
+        b.mark(f"step {i}", t0)
+    tl = b.build(source="train.sqlite")
+    return dataclasses.replace(tl, command=command)
+
+
+def test_host_code_after_a_sync_drained_the_queue_gets_queue_ahead_advice() -> None:
+    d = _diagnoses("validation/timeline/profiles/busy73_host_gaps.sqlite.gz")[0]
+    assert "These gaps begin while the host is blocked in a scalar read back" in d.mechanism
+    assert d.fix.startswith("Queue GPU work before the host code") and "DataLoader workers" not in d.fix
+    assert "non_blocking=True" in d.fix and "torch.cuda.Event" in d.fix
+    synth = diagnose_timeline(_host_work_loop(sync_first=True))[0]
+    assert synth.bottleneck is Bottleneck.HOST_COMPUTE_BOUND, synth.headline
+    assert "blocked in cudaStreamSynchronize" in synth.mechanism and synth.fix.startswith("Queue GPU work")
+    native = diagnose_timeline(_host_work_loop(sync_first=True, command="./app --steps 8"))[0]
+    assert "cudaMemcpyAsync" in native.fix and "torch" not in native.fix
+    # not-fire: the host code runs while the GPU still has queued work (the sync comes after it)
+    late = diagnose_timeline(_host_work_loop(sync_first=False))[0]
+    assert late.bottleneck is Bottleneck.HOST_COMPUTE_BOUND and "blocked in" not in late.mechanism
+    assert not late.fix.startswith("Queue GPU work")
+    loader = _diagnoses("samples/timeline/host_compute_bound.json.gz")[0]
+    assert "blocked in" not in loader.mechanism and "DataLoader(num_workers" in loader.fix
