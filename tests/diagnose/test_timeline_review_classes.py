@@ -29,13 +29,16 @@ from kprof.api import diagnose
 from kprof.diagnose import timeline as T
 from kprof.diagnose.critical_path import critical_paths
 from kprof.diagnose.timeline import diagnose_timeline, timeline_metrics
+from kprof.diagnose.timeline.context import _context
+from kprof.diagnose.timeline.gaps import _steady_state
+from kprof.diagnose.timeline.sync import _drained_by_sync
 from kprof.io.nsys import load_nsys_sqlite
 from kprof.model import Bottleneck, Diagnosis, Verdict
 from kprof.timeline_model import Timeline
 
 from .test_critical_path import Loop
 from .test_timeline_steady import PINNED, copy_loop
-from .timeline_builder import KERNELS, MS, US, Builder
+from .timeline_builder import KERNELS, MS, US, Builder, dataloader_starved
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -396,7 +399,9 @@ def test_a_pytorch_annotation_is_not_called_an_nvtx_range() -> None:
 
 
 # ----------------------------------------------------------------------------- launch-bound fix wording
-def _per_sample_loop(body: tuple[str, ...], repeats: int, extra: tuple[str, ...] = (), steps: int = 8) -> Timeline:
+def _per_sample_loop(
+    body: tuple[str, ...], repeats: int, extra: tuple[str, ...] = (), steps: int = 8
+) -> Timeline:
     """A launch-bound loop whose step runs the kernels of ``body`` ``repeats`` times, then ``extra`` once."""
     b = Builder()
     for i in range(steps):
@@ -434,7 +439,9 @@ def test_the_optimizer_advice_needs_a_training_step_in_the_capture() -> None:
     bwd = "void threshold_backward_kernel(float*)"
     d = diagnose_timeline(_per_sample_loop(("void relu_kernel(float*)", bwd), 1, ("void mm(float*)",) * 3))[0]
     assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND and "SGD(foreach=True)" in d.fix
-    inference = diagnose_timeline(_per_sample_loop(("void relu_kernel(float*)",), 1, ("void mm(float*)",) * 3))[0]
+    inference = diagnose_timeline(
+        _per_sample_loop(("void relu_kernel(float*)",), 1, ("void mm(float*)",) * 3)
+    )[0]
     assert "SGD(foreach=True)" not in inference.fix and "torch._foreach_" in inference.fix
     # the expectation says where its 130 ns between kernels comes from
     busy = next(x for x in d.expect if x.metric == "gpu_busy_fraction")
@@ -442,6 +449,9 @@ def test_the_optimizer_advice_needs_a_training_step_in_the_capture() -> None:
 
 
 # ----------------------------------------------------------------------------- host code after a drained queue
+LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
 def _host_work_loop(sync_first: bool, command: str = "python3 train.py") -> Timeline:
     """Each step queues 1.8 ms of GEMMs, then runs 3 ms of host code; with ``sync_first`` the host first blocks
     until the GPU is done (a .item() of the loss), so nothing is queued behind the host code."""
@@ -476,3 +486,12 @@ def test_host_code_after_a_sync_drained_the_queue_gets_queue_ahead_advice() -> N
     assert not late.fix.startswith("Queue GPU work")
     loader = _diagnoses("samples/timeline/host_compute_bound.json.gz")[0]
     assert "blocked in" not in loader.mechanism and "DataLoader(num_workers" in loader.fix
+    # not-fire: a DataLoader after the loss's .item() also begins in a blocking call, but the next step needs
+    # its batch: it can only be moved off the critical path (workers), not queued behind
+    tl = dataloader_starved(fmt="kineto", op=LOADER)
+    ctx = _context(tl)
+    w = _steady_state(ctx).stats
+    assert _drained_by_sync(ctx, w, None) is not None  # the gaps do begin in the sync
+    fed = diagnose_timeline(tl)[0]
+    assert fed.bottleneck is Bottleneck.HOST_COMPUTE_BOUND and "num_workers" in fed.fix
+    assert not fed.fix.startswith("Queue GPU work") and "blocked in" not in fed.mechanism

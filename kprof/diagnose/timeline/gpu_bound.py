@@ -157,7 +157,8 @@ def _recoverable(ctx: _Context, w: _Window) -> _Recoverable:
     r = _Recoverable(cause, cause_ns, recover)
     if recover:
         r.what, r.fix, r.metric, r.label = _idle_cause_text(ctx, w, cause)
-        blocks = _drained_by_sync(ctx, w) if cause == "host_compute" else None
+        cover = _named_cover(ctx, w) if cause == "host_compute" else None
+        blocks = _drained_by_sync(ctx, w, cover.name if cover else None) if cause == "host_compute" else None
         if blocks is not None:
             r.note, r.fix = _after_sync_words(ctx, blocks)
     return r

@@ -123,7 +123,7 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
     traced = top is not None
     headline, mech = _host_compute_words(w, hc, n, top, what)
-    blocks = _drained_by_sync(ctx, w)
+    blocks = _drained_by_sync(ctx, w, top.name if top else None)
     if blocks is not None:
         note, fix = _after_sync_words(ctx, blocks)
         mech += " " + note

@@ -9,6 +9,7 @@ import numpy as np
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
 from kprof.diagnose.timeline.context import _Context
+from kprof.diagnose.timeline.covers import _feeds_the_gpu
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys, _recapture
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _LaunchingOps, _Window
@@ -163,12 +164,14 @@ def _sync_fix(ctx: _Context) -> tuple[str, str]:
     return fix[0].upper() + fix[1:] + ".", what
 
 
-def _drained_by_sync(ctx: _Context, w: _Window) -> str | None:
+def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None:
     """What blocks the host (:data:`_SYNC_KINDS` words) when most of the host-compute idle time falls in gaps
     that begin while the host is blocked in a sync: the host waited for the GPU's queue to empty and only
-    then ran its own code, so nothing was queued behind it. None otherwise."""
+    then ran its own code, so nothing was queued behind it. None otherwise, and None when the code that covers
+    the gaps (``cover``) produces the GPU's next input (a DataLoader, reading input): the next step's work
+    needs it, so it can only be moved off the critical path, which its own fix says."""
     gs, ge = w.host_compute_gaps
-    if len(gs) == 0 or len(ctx.blocking[0]) == 0:
+    if len(gs) == 0 or len(ctx.blocking[0]) == 0 or _feeds_the_gpu(cover):
         return None
     slack = (ctx.blocking[0], ctx.blocking[1] + th.CLOCK_ALIGNMENT_SLACK_NS)
     inside = iv.containing(slack, gs) >= 0
