@@ -1,24 +1,38 @@
 """kprof: why is a GPU program slow, and what specifically should change?
 
 >>> import kprof
->>> diags = kprof.diagnose("data/samples/host_launch_bound.sqlite")  # doctest: +SKIP
+>>> diags = kprof.diagnose("data/samples/timeline/host_launch_bound.sqlite")  # doctest: +SKIP
 >>> diags[0]  # doctest: +SKIP
+
+Importing kprof loads only what ``kprof.diagnose`` of one file needs; the loaders of each format,
+the judgements, numpy, the job engine and the renderers are imported when first used.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any
+
+from kprof import renderers as _renderers
+from kprof._version import __version__
+
+
+def _presentation() -> Any:
+    import kprof.html
+
+    return kprof.html
+
+
+# The model shows itself through the presentation layer without importing it (see kprof.renderers).
+_renderers.install(_presentation)
 
 # Import the subpackage kprof.diagnose before binding the function of the same name: the import
 # system sets the package attribute only on a subpackage's first import, so the function stays
 # kprof.diagnose after kprof.diagnose.timeline & co. are imported later.
-import kprof.diagnose as _diagnose_pkg  # noqa: F401  (see above)
-from kprof.api import diagnose, diagnose_many
-from kprof.diagnose.compare import compare
-from kprof.errors import KprofError, KprofInputError, MissingToolError
-from kprof.io import load
-from kprof.jobs import diagnose_job
-from kprof.model import (
+import kprof.diagnose as _diagnose_pkg  # noqa: E402, F401  (see above)
+from kprof.api import compare, diagnose, diagnose_many  # noqa: E402
+from kprof.errors import KprofError, KprofInputError, MissingToolError  # noqa: E402
+from kprof.io import load  # noqa: E402
+from kprof.model import (  # noqa: E402
     Bottleneck,
     Confidence,
     Diagnosis,
@@ -31,6 +45,19 @@ from kprof.model import (
     SubjectKind,
     Verdict,
 )
+
+if TYPE_CHECKING:
+    from kprof.jobs import diagnose_job
+
+
+def __getattr__(name: str) -> Any:
+    # The job engine (multiprocessing, optional Dask) is imported on first use.
+    if name == "diagnose_job":
+        from kprof.jobs import diagnose_job
+
+        return diagnose_job
+    raise AttributeError(f"module 'kprof' has no attribute {name!r}")
+
 
 __all__ = [
     "Bottleneck",

@@ -1,6 +1,6 @@
 """``kprof profile``: run nsys and ncu with the right flags, explain their failures, diagnose.
 
-The workflow of DESIGN.md in one command (``kprof profile auto -- CMD...``):
+The workflow of docs/workflow.md in one command (``kprof profile auto -- CMD...``):
 
 1. **nsys** with CUDA, NVTX and OS-runtime tracing and no CPU sampling
    (``nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none``), then ``nsys export --type sqlite``.
@@ -1015,12 +1015,12 @@ def _report(opts: ProfileOptions, session: Session) -> None:
             "The HTML report is not available in this version of kprof; the command below builds it where it is."
         )
         return
-    from kprof.cli import build_parser
+    from kprof.report import build_report
 
-    args = build_parser().parse_args(["report", *inputs, "-o", out])
     _say(f"report: {command}")
     try:
-        rc = int(args.func(args))
+        build_report(inputs, out, show_code=False)  # what `kprof report INPUTS -o OUT` runs
+        rc = 0
     except (KprofError, ImportError) as exc:
         session.notes.append(
             f"The HTML report could not be built here ({exc}); the command below builds it elsewhere."

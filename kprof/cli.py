@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kprof import __version__
+from kprof._version import __version__
 from kprof.errors import KprofError, KprofInputError
 
 EXIT_OK = 0
@@ -128,6 +128,27 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``kprof compare BEFORE AFTER [--json]``: 0 on success, 2 on bad input (one line on stderr)."""
+    from kprof.api import compare
+
+    try:
+        comparisons = compare(args.before, args.after)
+    except KprofError as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        return _internal(f"{args.before} vs {args.after}", exc)
+    if args.json:
+        json.dump(
+            {"comparisons": [c.to_dict() for c in comparisons]}, sys.stdout, indent=2, ensure_ascii=False
+        )
+        sys.stdout.write("\n")
+    else:
+        print("\n\n".join(c.to_text() for c in comparisons))
+    return EXIT_OK
+
+
 _VERDICT_RANK = {"fix": 0, "inconclusive": 1, "healthy": 2}
 """Kernel launches across reports: a change to make first, then what cannot be told, then healthy
 kernels (stable: within a report, the launches whose fix wins the most time first)."""
@@ -204,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("before", metavar="BEFORE")
     c.add_argument("after", metavar="AFTER")
     c.add_argument("--json", action="store_true")
-    c.set_defaults(func=_compare)
+    c.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("report", help="fill the template notebooks and export one HTML report")
     r.add_argument("paths", nargs="*", metavar="PATH", help="inputs (default: the shipped samples)")
@@ -242,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("explain", help="what a bottleneck id means, its thresholds and their sources")
     ex.add_argument("ids", nargs="*", metavar="ID", help="bottleneck ids (default: all)")
     ex.add_argument("--json", action="store_true", help='print {"explanations": [...]} as JSON')
+    ex.add_argument(
+        "--markdown", action="store_true", help="print the page of every id (what docs/rules.md holds)"
+    )
     ex.set_defaults(func=_explain)
     sub.add_parser("mcp", help="serve kprof's tools to agents (Model Context Protocol, stdio)").set_defaults(
         func=_mcp
@@ -275,7 +299,6 @@ def _delegate(module: str, name: str, issue: str) -> Any:
     return run
 
 
-_compare = _delegate("kprof.diagnose.compare", "compare", "issue 7: verify a fix")
 _report = _delegate("kprof.report", "report", "issue 5: presentation")
 _profile = _delegate("kprof.capture", "profile", "issue 6: capture")
 _explain = _delegate("kprof.explain", "explain", "issue 18")

@@ -345,7 +345,9 @@ _ENTRIES: dict[str, _Entry] = {
         "kernel (resource)",
         "The tensor-core pipes are the saturated unit.",
         "The tensor pipe is the highest SpeedOfLight unit; at HEALTHY_FRACTION_OF_PEAK of its peak the kernel "
-        "is healthy (the advice is then to do less work, not to tune).",
+        "is healthy (the advice is then to do less work, not to tune). Integer MMA (IMMA/IGMMA) counts like any "
+        "other. A slower tensor path than the GPU has for the same inputs (mma.sync HMMA/IMMA where wgmma "
+        "exists) busy above LATENCY_BOUND_FRACTION and busier than every memory level is a fix: use the faster path.",
         "Do less work: lower precision (FP8/BF16 where accuracy allows), smaller or fewer matrix products.",
         ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
         _RESOURCE,
@@ -356,7 +358,9 @@ _ENTRIES: dict[str, _Entry] = {
         "Every SpeedOfLight unit is below LATENCY_BOUND_FRACTION of its peak, or the busiest unit is a memory "
         "level below HEALTHY_FRACTION_OF_PEAK whose own queue is not full (warps wait on its results: too few "
         "requests in flight, Little's law), and no mechanism rule explains at least MIN_PRIMARY_SAVINGS of the "
-        "time; the top warp stall reasons say what the warps wait for.",
+        "time; the top warp stall reasons say what the warps wait for. Also a matrix-multiply k-loop whose "
+        "operand loads are synchronous (LDG and STS, no LDGSTS/UTMALDG: Triton num_stages=1) with the tensor pipe "
+        "below HEALTHY_FRACTION_OF_PEAK: the fix is software pipelining, not more warps.",
         "Expose more parallelism (more warps or more independent work per thread), prefetch, or shorten "
         "dependency chains.",
         ("LATENCY_BOUND_FRACTION", "HEALTHY_FRACTION_OF_PEAK", "MIN_PRIMARY_SAVINGS"),
@@ -442,7 +446,8 @@ _ENTRIES: dict[str, _Entry] = {
         "Registers or shared memory cap the warps per SM, and latency is exposed for lack of warps.",
         "Theoretical occupancy is below OCCUPANCY_LOW_FRACTION, the grid fills at least OCCUPANCY_MIN_WAVES "
         "waves, schedulers issue in fewer than ISSUE_EXPOSED_LATENCY of cycles, and the limiting unit is below "
-        "HEALTHY_FRACTION_OF_PEAK.",
+        "HEALTHY_FRACTION_OF_PEAK; never for a matrix-multiply k-loop with synchronous operand loads (the tile "
+        "caps the warps by design: latency_bound).",
         "Free the limiting resource (__launch_bounds__, fewer registers per thread, less shared memory per "
         "block) or give each warp more independent work.",
         (
@@ -474,11 +479,15 @@ _ENTRIES: dict[str, _Entry] = {
         "Instruction issue is the limit: index arithmetic, special functions or conversions fill the issue slots.",
         "Issue is the busiest unit while memory and the math pipes stay below LATENCY_BOUND_FRACTION of their "
         "peaks, and arithmetic on the data (FP math, integer math on loaded values) is below FP_HEAVY_SHARE of "
-        "the executed instructions.",
+        "the executed instructions; never when the tensor pipe carries the SM's throughput. Also FP32 data "
+        "computed in FP64 (F2F.F64.F32 in, F2F.F32.F64 out, FP64 math, 32-bit global accesses) with issue above "
+        "LATENCY_BOUND_FRACTION: keep the arithmetic in FP32; divergence inside the FP64 routines (at least "
+        "DIVERGENCE_INSIDE_FP64_SHARE of the divergent branches on their lines) is its consequence.",
         "Issue fewer instructions: hoist index math out of loops, vectorize loads, use intrinsics or tables for "
         "special functions.",
-        ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE"),
+        ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE", "DIVERGENCE_INSIDE_FP64_SHARE"),
         _RULES + "instructions.py",
+        (_RULES + "precision.py", _RULES + "divergence.py"),
     ),
 }
 
@@ -553,11 +562,130 @@ def explain(bottleneck: str | Bottleneck) -> Explanation:
     )
 
 
+LEVELS = (
+    ("timeline", "Timeline level (step 1)"),
+    ("job", "Job level (many ranks)"),
+    ("kernel (resource)", "Kernel level: the saturated resource (step 2)"),
+    ("kernel (mechanism)", "Kernel level: the mechanism (step 3)"),
+)
+"""The levels of the vocabulary, in the order of the workflow, with their headings in docs/rules.md."""
+
+PRINCIPLES = """\
+kprof answers one question about a GPU program: what is limiting it, and what specifically should
+change? It reads a profile and returns a *diagnosis*: a bottleneck id from the vocabulary below, a
+verdict, the two or three metrics that establish it, the mechanism, the fix, and the metric that
+should move if the fix is right. This page lists every bottleneck id: what it means, when kprof gives
+it, the thresholds it is judged with (their values and where the values come from) and what it
+recommends. It is generated from kprof's own rule registry (`kprof explain`), so it says what the
+installed version does; `kprof explain ID` prints one entry.
+
+## The workflow (order matters)
+
+1. **Timeline first** (Nsight Systems `.nsys-rep` / `.sqlite`, PyTorch profiler `.json[.gz]`): is the
+   time even inside a kernel? The union of kernel intervals on the GPU against the wall time of the
+   steady state says whether the GPU, the host (launches, Python, data loading), synchronization or
+   copies set the speed. When the GPU is the limit, the diagnosis names the kernels that matter and
+   the exact `ncu` command that profiles them.
+2. **Kernel second** (Nsight Compute `.ncu-rep`, or its `--csv` export): which resource is saturated
+   (compute, a memory level, or neither: latency), and where the kernel sits on its roofline.
+3. **Mechanism third**: what explains the gap to the roofline: uncoalesced accesses, bank conflicts,
+   spills, divergence, atomics, occupancy, grid size and tail waves, and from the SASS whether the
+   expected instruction issued (tensor-core MMA for matrix work, async copies).
+
+`docs/workflow.md` walks through the three steps on the shipped samples.
+
+## How the verdicts are decided
+
+- **Counters are hints, not verdicts.** Only a mechanism that explains the measured gap to the
+  roofline is a finding; a number that merely looks unhealthy (low occupancy, many registers, some
+  bank conflicts) is not.
+- **Healthy** means the saturated unit does work the algorithm needs: at its roof on elapsed cycles,
+  with a grid that fills the GPU, and with the traffic or operations at that unit close to what the
+  work requires. A healthy kernel's advice is to do less work, not to tune it.
+- **Inconclusive** means the evidence is insufficient; the diagnosis then names the capture or the
+  experiment that would settle it (`next_step`). A missing metric is never read as zero.
+- **The steady state leads.** A capture of a whole process holds start-up and teardown; when
+  repeated work follows start-up, the diagnosis is the steady state's and start-up is a finding with
+  its share (`startup_bound` leads only when nothing after start-up repeats).
+- **Durations measured under ncu are not the kernel's real duration** (ncu serializes and replays
+  launches); with a timeline of the same run, kernel durations come from it.
+- **Expectations obey physics.** A predicted duration is never below the floor (compulsory bytes at
+  peak bandwidth, required FLOPs at peak rate); a fix's predicted gain is bounded by the share of time
+  its cause holds.
+- **Where, in the kernel's own language.** When the report has source (`-lineinfo`,
+  `--import-source yes`), a mechanism names the lines responsible, and the fix is written for the
+  language the kernel was written in. Kernel and file names may choose the wording of a fix; they
+  never decide a verdict.
+"""
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def rules_markdown() -> str:
+    """docs/rules.md: the principles, the vocabulary, and each id's entry with its thresholds.
+
+    ``tests/test_docs.py`` regenerates it and compares, so the page cannot drift from the code;
+    ``kprof explain --markdown > docs/rules.md`` writes it.
+
+    Examples
+    --------
+    >>> rules_markdown().splitlines()[0]
+    '# How kprof judges'
+    """
+    out = [
+        "# How kprof judges",
+        "",
+        "<!-- Generated by `kprof explain --markdown > docs/rules.md` from kprof/explain.py and",
+        "     kprof/thresholds.py; tests/test_docs.py fails when it is out of date. Do not edit by hand. -->",
+        "",
+        PRINCIPLES.rstrip(),
+        "",
+        "## The vocabulary",
+        "",
+        "| id | level | meaning |",
+        "|---|---|---|",
+    ]
+    entries = [explain(b) for b in known_ids()]
+    for e in entries:
+        out.append(f"| [`{e.bottleneck}`](#{e.bottleneck}) | {e.level} | {_cell(e.meaning)} |")
+    for level, heading in LEVELS:
+        out += ["", f"## {heading}"]
+        for e in (e for e in entries if e.level == level):
+            out += [
+                "",
+                f"### {e.bottleneck}",
+                "",
+                f"{e.meaning}",
+                "",
+                f"**When kprof gives it.** {e.when}",
+                "",
+                f"**What it recommends.** {e.fix}",
+                "",
+                f"**Rule:** `{e.rule}`.",
+            ]
+            if e.thresholds:
+                out += [
+                    "",
+                    "| threshold | value | where the value comes from |",
+                    "|---|---|---|",
+                ]
+                for t in e.thresholds:
+                    out.append(f"| `{t.name}` | `{t.value!r}` | {_cell(t.source)} |")
+    return "\n".join(out) + "\n"
+
+
 def cli(args: Any) -> int:
-    """``kprof explain ID [--json]``."""
+    """``kprof explain ID [--json | --markdown]``."""
     import json
     import sys
 
+    if getattr(args, "markdown", False):
+        if args.ids:
+            raise KprofError("explain: --markdown writes the page of every id; give no ID with it")
+        sys.stdout.write(rules_markdown())
+        return 0
     ids = list(args.ids) or list(known_ids())
     out = [explain(i) for i in ids]
     if args.json:
@@ -568,4 +696,13 @@ def cli(args: Any) -> int:
     return 0
 
 
-__all__ = ["Explanation", "Threshold", "cli", "explain", "known_ids"]
+__all__ = [
+    "LEVELS",
+    "PRINCIPLES",
+    "Explanation",
+    "Threshold",
+    "cli",
+    "explain",
+    "known_ids",
+    "rules_markdown",
+]

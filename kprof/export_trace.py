@@ -591,7 +591,7 @@ def _write_json(events: Iterable[dict[str, Any]], other: dict[str, Any], f: IO[s
 
 
 def _other(tl: Timeline, info: TraceInfo, diagnoses: Sequence[Diagnosis]) -> dict[str, Any]:
-    from kprof import __version__
+    from kprof._version import __version__
 
     return {
         "kprof": {

@@ -327,9 +327,9 @@ class KernelProfile:
         return pd.DataFrame(rows, columns=["launch", "kernel", "metric", "value", "unit"])
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from kprof.html import kernel_profile_mimebundle
+        from kprof import renderers
 
-        return kernel_profile_mimebundle(self)
+        return renderers.presenter().kernel_profile_mimebundle(self)
 
     def __repr__(self) -> str:
         names = sorted({k.name for k in self.launches})

@@ -36,7 +36,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from kprof import __version__
+from kprof._version import __version__
 from kprof.errors import MissingToolError
 
 if TYPE_CHECKING:

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from kprof import renderers
+
 
 class Verdict(enum.StrEnum):
     """What the diagnosis concludes."""
@@ -28,7 +30,7 @@ class Verdict(enum.StrEnum):
 
 
 class Bottleneck(enum.StrEnum):
-    """The stable bottleneck vocabulary of DESIGN.md."""
+    """The stable bottleneck vocabulary (docs/rules.md explains each id)."""
 
     # timeline level
     HOST_LAUNCH_BOUND = "host_launch_bound"
@@ -321,7 +323,7 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Diagnosis:
-    """What limits a subject and what to change. See DESIGN.md, "What a diagnosis is".
+    """What limits a subject and what to change (docs/json-schema.md describes each field).
 
     Examples
     --------
@@ -414,21 +416,15 @@ class Diagnosis:
     # ---------------------------------------------------------------- reprs
     def summary(self) -> dict[str, Any]:
         """The one summary that both the text and the HTML reprs are built from."""
-        from kprof.html import diagnosis_summary
-
-        return diagnosis_summary(self)
+        return renderers.presenter().diagnosis_summary(self)
 
     def to_text(self) -> str:
         """Plain-text rendering (what ``kprof diagnose`` prints)."""
-        from kprof.html import render_text
-
-        return render_text(self.summary())
+        return renderers.presenter().render_text(self.summary())
 
     def to_html(self) -> str:
         """Self-contained HTML fragment (escaped; readable with CSS stripped)."""
-        from kprof.html import render_html
-
-        return render_html(self.summary())
+        return renderers.presenter().render_html(self.summary())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/plain": self.to_text(), "text/html": self.to_html()}

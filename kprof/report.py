@@ -1,6 +1,6 @@
 """``kprof report``: fill the template notebooks, execute them, export one self-contained HTML file.
 
-Each input goes to the notebooks of its stage (DESIGN.md's workflow): timeline captures to
+Each input goes to the notebooks of its stage (docs/workflow.md): timeline captures to
 ``01_timeline``, Nsight Compute reports to ``02_kernel`` and ``03_mechanism``. Each
 notebook runs once with all its inputs (papermill, in a fresh ``ipykernel`` running this
 interpreter, inside a private temporary directory; the notebooks run in parallel, one

@@ -28,7 +28,7 @@ creation, the first iteration) takes more than half of the captured wall time (D
 
 MIN_ITERATIONS_FOR_WARMUP_DROP = 3
 """With at least 3 iterations (profiler steps or repeated NVTX ranges) the first is treated as
-warm-up and left out of the steady state: DESIGN.md's measured pitfall (lazy kernel loading,
+warm-up and left out of the steady state: a measured pitfall (docs/inputs.md: lazy kernel loading,
 20-48 ms of cuLibraryLoadData, handle creation in the first iterations). With fewer, dropping
 one would leave too little to measure."""
 
@@ -403,6 +403,11 @@ integer factors."""
 DIVERGENCE_TARGET_ACTIVE_THREADS = DIVERGENCE_ACTIVE_THREADS + 4.0
 """What a warp-uniform branch reaches: 28 of 32 active threads per executed instruction (87.5% SIMT efficiency),
 above the 24 where divergence starts to count; loop tails and bounds guards keep real kernels below 32."""
+
+DIVERGENCE_INSIDE_FP64_SHARE = 0.5
+"""Divergence is a consequence of promoted FP64 math (kprof.rules.kernel.divergence) when at least half of the
+divergent branch executions sit on the source lines that run the FP64 instructions: a majority, so that the
+branches the FP32 functions would not take carry most of the masked lanes."""
 
 TAIL_TARGET_WAVE_EFFICIENCY = 0.95
 """What a grid sized to whole waves reaches: waves / whole waves >= 0.95 (the last wave at least 95% full, or

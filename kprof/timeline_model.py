@@ -604,9 +604,9 @@ class Timeline:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """``text/plain`` and ``text/html`` for Jupyter: a summary of the capture (see :mod:`kprof.html`)."""
-        from kprof.html import timeline_mimebundle
+        from kprof import renderers
 
-        return timeline_mimebundle(self)
+        return renderers.presenter().timeline_mimebundle(self)
 
     def __repr__(self) -> str:
         span = self.span_ns()

@@ -1,7 +1,10 @@
 """Verify a fix: compare a profile before a change with one after it.
 
-:func:`compare` matches what can be matched, measures the speedup, diagnoses both sides and
-checks every ``expect`` of the before diagnosis against the after profile.
+:func:`compare_profiles` matches what can be matched, measures the speedup, takes both sides'
+diagnoses and checks every ``expect`` of the before diagnosis against the after profile. It judges
+loaded profiles only: :func:`kprof.compare` (:mod:`kprof.api`) loads the files and passes the
+diagnoses in, and ``kprof compare`` (:mod:`kprof.cli`) prints the result. The result types live
+in :mod:`kprof.comparison_model`.
 
 Matching
     *Kernel reports* (ncu): launches by (name, grid, block); a kernel whose name matches but
@@ -39,26 +42,24 @@ Expectations
 
 from __future__ import annotations
 
-import enum
-import json
 import math
-import os
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from kprof import thresholds as th
+from kprof.comparison_model import Comparison, ComparisonVerdict, ExpectationCheck
 from kprof.diagnose.validity import is_damaged
-from kprof.errors import KprofError, KprofInputError
+from kprof.errors import KprofInputError
 from kprof.kernel_model import KernelLaunch, KernelProfile
-from kprof.model import Diagnosis, Direction, Expectation, Subject, SubjectKind, _to_jsonable
+from kprof.model import Diagnosis, Direction, Expectation, Subject, SubjectKind
 from kprof.timeline_model import Timeline
 
-if TYPE_CHECKING:
-    import argparse
+Diagnoser = Callable[[Timeline | KernelProfile, Timeline | None], list[Diagnosis]]
+"""How a comparison gets the diagnoses of its two sides: ``(profile, timeline or None) -> diagnoses``,
+as ``kprof.diagnose(profile, timeline=timeline)`` gives them (:func:`kprof.api.compare` passes it)."""
 
 MAD_TO_SIGMA = 1.4826
 """Median absolute deviation to standard deviation, for a normal spread (a robust sigma: one slow
@@ -93,170 +94,6 @@ _HOST_PACED = frozenset(
 """Timeline metrics that follow the host's speed, hence vary between runs as much as the step time does:
 checked against the comparison's noise threshold. The others (GPU-side times, counts, bytes) do not
 depend on how fast the host runs and are checked against TIMELINE_MIN_NOISE."""
-
-
-class ComparisonVerdict(enum.StrEnum):
-    """What a comparison concludes."""
-
-    IMPROVED = "improved"
-    """Faster by more than the noise threshold."""
-    REGRESSED = "regressed"
-    """Slower by more than the noise threshold."""
-    UNCHANGED = "unchanged"
-    """Within the noise threshold."""
-    INCONCLUSIVE = "inconclusive"
-    """No speedup could be measured (the notes say why and what would settle it)."""
-
-
-# ============================================================================ results
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectationCheck:
-    """One ``expect`` of the before diagnosis, checked against the after profile.
-
-    Examples
-    --------
-    >>> c = ExpectationCheck(metric="sync_count", direction=Direction.DOWN, target=0, before=161, after=0, met=True)
-    >>> c.to_dict()["met"]
-    True
-    """
-
-    metric: str
-    direction: Direction
-    target: float | None = None
-    before: float | None = None
-    after: float | None = None
-    met: bool | None = None
-    """True / False, or None when a value is missing or not comparable (``reason`` says which)."""
-    label: str = ""
-    unit: str = ""
-    reason: str = ""
-    """Why it is (not) met, in words."""
-    progress: float | None = None
-    """Share of the predicted move from ``before`` to ``target`` that happened (1 = reached)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.direction, Direction):
-            object.__setattr__(self, "direction", Direction(self.direction))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The contract's keys first (metric, direction, target, before, after, met), then the extras."""
-        return {
-            "metric": self.metric,
-            "direction": self.direction.value,
-            "target": self.target,
-            "before": self.before,
-            "after": self.after,
-            "met": self.met,
-            "label": self.label,
-            "unit": self.unit,
-            "reason": self.reason,
-            "progress": self.progress,
-        }
-
-    def describe(self) -> str:
-        """E.g. ``global store sectors per request down to about 4: 32 -> 4 (reached the target)``."""
-        from kprof.model import _fmt
-
-        name = self.label or self.metric
-        s = f"{name} {self.direction.value}"
-        if self.target is not None:
-            s += f" to about {_fmt(self.target, self.unit)}"
-        s += f": {_fmt(self.before, self.unit)} -> {_fmt(self.after, self.unit)}"
-        if self.reason:
-            s += f"; {self.reason}"
-        return s
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
-class Comparison:
-    """A before/after comparison of one kernel or one timeline. See :func:`compare`.
-
-    ``speedup`` is duration before / duration after (> 1: faster), None when it could not be
-    measured. ``noise_threshold`` is the relative change within which the verdict is
-    ``unchanged``; ``noise`` says where it comes from.
-    """
-
-    subject: Subject
-    verdict: ComparisonVerdict
-    speedup: float | None
-    before: Diagnosis
-    after: Diagnosis
-    expectations: tuple[ExpectationCheck, ...] = ()
-    noise_threshold: float | None = None
-    noise: str = ""
-    duration_source: str = ""
-    """Where the durations come from: ``ncu: ...``, ``timeline steps: ...``, ``timeline capture: ...``."""
-    duration_before_ns: float | None = None
-    duration_after_ns: float | None = None
-    file_before: str | None = None
-    file_after: str | None = None
-    kind: str = "kernel"
-    """``kernel`` or ``timeline``."""
-    notes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.verdict, ComparisonVerdict):
-            object.__setattr__(self, "verdict", ComparisonVerdict(self.verdict))
-        object.__setattr__(self, "expectations", tuple(self.expectations))
-        object.__setattr__(self, "notes", tuple(self.notes))
-        if self.speedup is None and self.verdict is not ComparisonVerdict.INCONCLUSIVE:
-            raise ValueError("a comparison without a speedup must be inconclusive")
-        if self.speedup is not None and not (math.isfinite(self.speedup) and self.speedup > 0):
-            raise ValueError(f"speedup must be a positive finite number, got {self.speedup!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able data: the contract's keys first, then the extras (noise, durations, files, notes)."""
-        return {
-            "subject": _to_jsonable(self.subject),
-            "verdict": self.verdict.value,
-            "speedup": self.speedup,
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "expectations": [e.to_dict() for e in self.expectations],
-            "noise_threshold": self.noise_threshold,
-            "noise": self.noise,
-            "duration_source": self.duration_source,
-            "duration_before_ns": self.duration_before_ns,
-            "duration_after_ns": self.duration_after_ns,
-            "file_before": self.file_before,
-            "file_after": self.file_after,
-            "kind": self.kind,
-            "notes": list(self.notes),
-        }
-
-    # ---------------------------------------------------------------- reprs
-    def summary(self) -> dict[str, Any]:
-        """The one summary that both the text and the HTML reprs are built from."""
-        from kprof.html.compare import comparison_summary
-
-        return comparison_summary(self)
-
-    def to_text(self) -> str:
-        """Plain-text rendering (what ``kprof compare`` prints)."""
-        from kprof.html.compare import render_comparison_text
-
-        return render_comparison_text(self.summary())
-
-    def to_html(self) -> str:
-        """Self-contained HTML fragment: verdict, expectations, both diagnoses side by side (escaped)."""
-        from kprof.html.compare import render_comparison_html
-
-        return render_comparison_html(self.summary())
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        s = self.summary()
-        from kprof.html.compare import render_comparison_html, render_comparison_text
-
-        return {"text/plain": render_comparison_text(s), "text/html": render_comparison_html(s)}
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def __repr__(self) -> str:
-        sp = "no speedup" if self.speedup is None else f"{self.speedup:.3g}x"
-        return f"Comparison({self.verdict.value}, {sp}, {self.subject.describe()!r})"
 
 
 # ============================================================================ steps
@@ -550,16 +387,6 @@ def check_expectation(
 # ============================================================================ loading and matching
 
 
-def _load(x: Any) -> tuple[Timeline | KernelProfile, str]:
-    if isinstance(x, str | os.PathLike):
-        from kprof.io import load
-
-        return load(x), os.fspath(x)
-    if isinstance(x, Timeline | KernelProfile):
-        return x, x.source
-    raise TypeError(f"cannot compare a {type(x).__name__}; pass a path, Timeline or KernelProfile")
-
-
 def _pair(b: str, a: str) -> str:
     return f"{b} vs {a}"
 
@@ -603,13 +430,13 @@ def _timeline_kernel_durations(tl: Timeline | None, k: KernelLaunch) -> np.ndarr
 # ============================================================================ kernels
 
 
-def _kernel_diagnoses(profile: KernelProfile, path: str, tl: Timeline | None) -> dict[int, Diagnosis]:
+def _kernel_diagnoses(
+    profile: KernelProfile, path: str, tl: Timeline | None, diagnose: Diagnoser
+) -> dict[int, Diagnosis]:
     """Every launch's diagnosis (as ``kprof diagnose`` gives it), by launch id."""
-    from kprof.api import diagnose
-
     return {
         d.subject.launch: (d if d.file else _replace_file(d, path))
-        for d in diagnose(profile, timeline=tl)
+        for d in diagnose(profile, tl)
         if d.subject.launch is not None
     }
 
@@ -627,7 +454,13 @@ def _replace_file(d: Diagnosis, path: str) -> Diagnosis:
 
 
 def _compare_kernels(
-    pb: KernelProfile, pa: KernelProfile, fb: str, fa: str, tl_b: Timeline | None, tl_a: Timeline | None
+    pb: KernelProfile,
+    pa: KernelProfile,
+    fb: str,
+    fa: str,
+    tl_b: Timeline | None,
+    tl_a: Timeline | None,
+    diagnose: Diagnoser,
 ) -> list[Comparison]:
     if not pb.launches or not pa.launches:
         empty = fb if not pb.launches else fa
@@ -678,7 +511,7 @@ def _compare_kernels(
         common_notes.append(f"only after (not compared): {', '.join(only_a)}")
 
     out: list[Comparison] = []
-    diags_b, diags_a = _kernel_diagnoses(pb, fb, tl_b), _kernel_diagnoses(pa, fa, tl_a)
+    diags_b, diags_a = _kernel_diagnoses(pb, fb, tl_b, diagnose), _kernel_diagnoses(pa, fa, tl_a, diagnose)
     for lb, la, note in matches:
         out.append(
             _compare_kernel_group(lb, la, diags_b, diags_a, fb, fa, tl_b, tl_a, [note] if note else [])
@@ -799,19 +632,17 @@ def _steps_match(sb: StepTimes, sa: StepTimes) -> tuple[bool, str]:
     )
 
 
-def _timeline_diagnosis(tl: Timeline, path: str) -> Diagnosis:
-    from kprof.api import diagnose
-
-    d = diagnose(tl)[0]
+def _timeline_diagnosis(tl: Timeline, path: str, diagnose: Diagnoser) -> Diagnosis:
+    d = diagnose(tl, None)[0]
     return d if d.file else _replace_file(d, path)
 
 
-def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str) -> list[Comparison]:
+def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str, diagnose: Diagnoser) -> list[Comparison]:
     from kprof.diagnose.timeline import METRICS, timeline_metrics
 
     _check_devices({g.name for g in tb.gpus if g.name}, {g.name for g in ta.gpus if g.name}, fb, fa)
-    d_before = _timeline_diagnosis(tb, fb)
-    d_after = _timeline_diagnosis(ta, fa)
+    d_before = _timeline_diagnosis(tb, fb, diagnose)
+    d_after = _timeline_diagnosis(ta, fa, diagnose)
     mb, ma = timeline_metrics(tb), timeline_metrics(ta)
     sb, sa = step_times(tb), step_times(ta)
     notes: list[str] = []
@@ -963,24 +794,32 @@ def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str) -> list[Com
 # ============================================================================ entry points
 
 
-def compare(
-    before: Any,
-    after: Any,
+def compare_profiles(
+    before: Timeline | KernelProfile,
+    after: Timeline | KernelProfile,
     *,
-    before_timeline: Any = None,
-    after_timeline: Any = None,
+    diagnose: Diagnoser,
+    file_before: str | None = None,
+    file_after: str | None = None,
+    before_timeline: Timeline | None = None,
+    after_timeline: Timeline | None = None,
 ) -> list[Comparison]:
-    """Compare a profile before a change with one after it: speedup, both diagnoses, expectations met.
+    """Compare two loaded profiles of one kind: speedup, both diagnoses, expectations met.
+
+    The judgement behind :func:`kprof.compare`, which loads the files and passes ``diagnose``
+    (this module reads no file and calls no loader).
 
     Parameters
     ----------
     before, after
-        Paths (``.ncu-rep``, ncu ``.csv``, ``.nsys-rep``, nsys ``.sqlite``, PyTorch profiler
-        ``.json[.gz]``) or loaded :class:`~kprof.kernel_model.KernelProfile` /
-        :class:`~kprof.timeline_model.Timeline` objects, both of one kind.
+        Two :class:`~kprof.kernel_model.KernelProfile` or two :class:`~kprof.timeline_model.Timeline`.
+    diagnose
+        ``(profile, timeline or None) -> diagnoses``, as ``kprof.diagnose(profile, timeline=...)``.
+    file_before, file_after
+        The names to quote (default: each profile's ``source``).
     before_timeline, after_timeline
-        For kernel reports: timelines (or paths) of the same two runs. When both hold the kernel,
-        its durations come from them instead of from ncu.
+        For kernel reports: timelines of the same two runs; kernel durations come from them when
+        both hold the kernel.
 
     Returns
     -------
@@ -990,74 +829,36 @@ def compare(
     Raises
     ------
     KprofInputError
-        A file cannot be read, or the pair does not match (different GPUs, no kernel in common, a
-        kernel report against a timeline): one line naming both files and what differs.
+        The pair does not match (different GPUs, no kernel in common, a kernel report against a
+        timeline): one line naming both files and what differs.
 
     Examples
     --------
-    >>> import kprof
-    >>> c = kprof.compare("data/samples/ncu/pair_transpose_before.ncu-rep",
-    ...                   "data/samples/ncu/pair_transpose_after.ncu-rep")[0]  # doctest: +SKIP
-    >>> c.verdict.value, round(c.speedup, 1)  # doctest: +SKIP
-    ('improved', 6.8)
+    >>> from kprof.api import diagnose
+    >>> cs = compare_profiles(before, after, diagnose=lambda p, tl: diagnose(p, timeline=tl))  # doctest: +SKIP
     """
-    ob, fb = _load(before)
-    oa, fa = _load(after)
-    if isinstance(ob, KernelProfile) and isinstance(oa, KernelProfile):
-        tl_b = _load(before_timeline)[0] if before_timeline is not None else None
-        tl_a = _load(after_timeline)[0] if after_timeline is not None else None
-        for t, f in ((tl_b, before_timeline), (tl_a, after_timeline)):
-            if t is not None and not isinstance(t, Timeline):
-                raise KprofInputError(
-                    os.fspath(f) if isinstance(f, str | os.PathLike) else "<timeline>", "is not a timeline"
-                )
-        return _compare_kernels(
-            ob,
-            oa,
-            fb,
-            fa,
-            tl_b if isinstance(tl_b, Timeline) else None,
-            tl_a if isinstance(tl_a, Timeline) else None,
-        )
-    if isinstance(ob, Timeline) and isinstance(oa, Timeline):
-        return _compare_timelines(ob, oa, fb, fa)
-    kb = "a timeline capture" if isinstance(ob, Timeline) else "a kernel report"
-    ka = "a timeline capture" if isinstance(oa, Timeline) else "a kernel report"
+    fb = file_before if file_before is not None else before.source
+    fa = file_after if file_after is not None else after.source
+    if isinstance(before, KernelProfile) and isinstance(after, KernelProfile):
+        return _compare_kernels(before, after, fb, fa, before_timeline, after_timeline, diagnose)
+    if isinstance(before, Timeline) and isinstance(after, Timeline):
+        return _compare_timelines(before, after, fb, fa, diagnose)
+    kb = "a timeline capture" if isinstance(before, Timeline) else "a kernel report"
+    ka = "a timeline capture" if isinstance(after, Timeline) else "a kernel report"
     raise KprofInputError(
         _pair(fb, fa),
         f"{kb} before and {ka} after: compare two timelines or two kernel reports of the same program",
     )
 
 
-def cli(args: argparse.Namespace) -> int:
-    """``kprof compare BEFORE AFTER [--json]``: 0 on success, 2 on bad input (one line on stderr)."""
-    from kprof.cli import EXIT_BAD_INPUT, EXIT_OK, _err, _internal
-
-    try:
-        comparisons = compare(args.before, args.after)
-    except KprofError as exc:
-        _err(str(exc))
-        return EXIT_BAD_INPUT
-    except Exception as exc:
-        return _internal(_pair(args.before, args.after), exc)
-    if args.json:
-        json.dump(
-            {"comparisons": [c.to_dict() for c in comparisons]}, sys.stdout, indent=2, ensure_ascii=False
-        )
-        sys.stdout.write("\n")
-    else:
-        print("\n\n".join(c.to_text() for c in comparisons))
-    return EXIT_OK
-
-
 __all__ = [
     "Comparison",
     "ComparisonVerdict",
+    "Diagnoser",
     "ExpectationCheck",
     "StepTimes",
     "aligned_windows",
     "check_expectation",
-    "cli",
-    "compare",
+    "compare_profiles",
     "step_times",
 ]

@@ -1,6 +1,6 @@
 """Kernel stage: why one kernel launch is slow, from an Nsight Compute report.
 
-The order DESIGN.md insists on:
+The order docs/rules.md sets out:
 
 1. **SpeedOfLight.** Which unit is closest to its peak: DRAM, L2, L1/shared, the tensor or
    FP32/FP64 pipes, or instruction issue; below 60% everywhere the kernel is latency bound.

@@ -1,6 +1,6 @@
 """One-time work in a timeline: start-up, teardown and JIT compilation, and whether what follows repeats.
 
-DESIGN.md: *the steady state leads*. A capture of a whole process holds start-up (context
+docs/rules.md: *the steady state leads*. A capture of a whole process holds start-up (context
 creation, module loading, library handles, compilation, the first iteration) and teardown
 (module unloading, context destruction, the free storm at exit); when repeated work follows
 start-up, the first diagnosis is that steady state's, and start-up is a finding with its share.

@@ -85,6 +85,19 @@ TENSOR_PIPE_METRICS = (
     "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_elapsed",
     "sm__inst_executed_pipe_tensor.avg.pct_of_peak_sustained_elapsed",
 )
+TENSOR_TYPE_PIPE_METRICS = (
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor_op_imma.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_tensor_op_dmma.avg.pct_of_peak_sustained_elapsed",
+)
+"""The tensor pipe per instruction type: warpgroup MMA (HGMMA/IGMMA/QGMMA), and mma.sync floating-point (HMMA),
+integer (IMMA: INT8/INT4) and FP64 (DMMA). Integer MMA is tensor-core work like any other: without the
+all-types metric, the busiest type is the pipe's use."""
 FMA_PIPE_METRICS = ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",)
 FP64_PIPE_METRICS = ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",)
 XU_PIPE_METRICS = ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",)
@@ -420,6 +433,11 @@ def _utilization(k: KernelLaunch) -> dict[str, float]:
         pv = _elapsed_pct(k, names, busy)
         if pv is not None:
             util[key] = pv / 100.0
+    first = next((n for n in TENSOR_PIPE_METRICS if k.value(n) is not None), None)
+    if first in TENSOR_TYPE_PIPE_METRICS or ("tensor_pipe" in util and first is None):
+        # no all-types tensor metric: the busiest instruction type (an IMMA kernel reads 0 on the HMMA metric)
+        types = [v for n in TENSOR_TYPE_PIPE_METRICS if (v := _elapsed_pct(k, (n,), busy)) is not None]
+        util["tensor_pipe"] = max([util["tensor_pipe"] * 100.0, *types]) / 100.0
     return util
 
 

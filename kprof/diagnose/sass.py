@@ -13,6 +13,7 @@ they are static counts of the listing (``weighted`` is then False).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -324,8 +325,29 @@ def _dest_count(opcode: str, mnemonic: str) -> int:
 _Snapshot = tuple[dict[int, "tuple[int, int] | None"], dict[int, bool], dict[int, bool], dict[int, bool]]
 
 
+@dataclass(frozen=True, slots=True)
+class _FlowStep:
+    """What :func:`dataflow`'s counting pass finds at one instruction, before any weight: a function of the
+    listing's text alone, so it is traced once per function (:func:`_flow_plan`) and weighed per launch."""
+
+    index: int
+    """The instruction's position in the listing."""
+    int_op: bool = False
+    int_data: bool = False
+    fma: bool = False
+    loaded: tuple[tuple[int, int], ...] | None = None
+    """The loaded values both multiplicands hold (an FMA's), None unless both are loaded."""
+    load_bytes: int = 0
+    """Access width of a global or shared load, 0 for anything else."""
+    shared_load: bool = False
+    global_load: bool = False
+    dependent: bool = False
+    store: bool = False
+    """A global store or atomic (its per-PC sectors count as stores)."""
+
+
 class _Walk:
-    """The register state and the counts of one :func:`dataflow` walk.
+    """The register state of one :func:`_flow_plan` walk.
 
     producer[r]: (pc, index) of the loaded value r holds, or None when r holds a computed value;
     varying[r]: r differs between the lanes of a warp (derived from the thread index);
@@ -340,11 +362,6 @@ class _Walk:
         self.varying: dict[int, bool] = {}
         self.tainted: dict[int, bool] = {}
         self.datum: dict[int, bool] = {}
-        self.acc: dict[str, float] = defaultdict(float)
-        self.sectors: dict[str, float] = defaultdict(float)
-        self.used_values: set[tuple[int, int]] = set()
-        self.int_data_pcs: set[int] = set()
-        self.weight_of_pc: dict[int, float] = {}
         # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
         # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
         self.back_edges: dict[int, _Snapshot] = {}
@@ -377,53 +394,39 @@ class _Walk:
                     merged[r] = merged.get(r, False) or v
         self.back_edges[target] = snap
 
-    def count(self, s: SassLine, w: float, opcode: str, mn: str, ops: list[str], src_datum: bool) -> None:
-        """Add one instruction's executed count to the totals (second pass only)."""
-        acc = self.acc
-        if mn in INT_ARITH and not opcode.startswith("IMAD.MOV"):
-            acc["int"] += w
-            if src_datum:
-                acc["int_data"] += w
-                self.int_data_pcs.add(s.pc)
-        if mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3:
-            acc["fma"] += w
+    def step(self, index: int, opcode: str, mn: str, ops: list[str], src_datum: bool) -> _FlowStep:
+        """What one instruction counts for, before its weight (second pass only)."""
+        int_op = mn in INT_ARITH and not opcode.startswith("IMAD.MOV")
+        fma = mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3
+        loaded: tuple[tuple[int, int], ...] | None = None
+        if fma:
             multiplicands = [_reg(o) for o in ops[1:3]]
-            loaded = [self.producer.get(r) if r is not None else None for r in multiplicands]
-            if all(v is not None for v in loaded):
-                acc["fma_from_loads"] += w
-                for v in loaded:
-                    assert v is not None
-                    acc["uses"] += w
-                    self.used_values.add(v)
-        if mn in GLOBAL_LOADS or mn in SHARED_LOADS:
-            nbytes = w * access_bytes(opcode)
-            acc["load_bytes"] += nbytes
-            acc["shared_load_bytes" if mn in SHARED_LOADS else "global_load_bytes"] += nbytes
+            values = [self.producer.get(r) if r is not None else None for r in multiplicands]
+            if all(v is not None for v in values):
+                loaded = tuple(v for v in values if v is not None)
+        dependent = False
         if mn in GLOBAL_LOADS:
-            acc["gld"] += w
             addr = [r for o in ops[1:] if "[" in o for r in _regs_in([o])]
             dependent = any(self.tainted.get(r, False) for r in addr)
-            if dependent:
-                acc["dep"] += w
-            self._add_sectors(s, "load", dependent)
-        elif mn in GLOBAL_STORES or mn in GLOBAL_ATOMICS:
-            self._add_sectors(s, "store", False)
-
-    def _add_sectors(self, s: SassLine, kind: str, dependent: bool) -> None:
-        for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
-            v = s.counters.get(key)
-            if v is not None:
-                suffix = "_ideal" if key == PER_PC_SECTORS_IDEAL else ""
-                self.sectors[kind + suffix] += v
-                if dependent:
-                    self.sectors["dependent" + suffix] += v
+        return _FlowStep(
+            index=index,
+            int_op=int_op,
+            int_data=int_op and src_datum,
+            fma=fma,
+            loaded=loaded,
+            load_bytes=access_bytes(opcode) if mn in GLOBAL_LOADS or mn in SHARED_LOADS else 0,
+            shared_load=mn in SHARED_LOADS,
+            global_load=mn in GLOBAL_LOADS,
+            dependent=dependent,
+            store=mn not in GLOBAL_LOADS and (mn in GLOBAL_STORES or mn in GLOBAL_ATOMICS),
+        )
 
     def assign(
-        self, s: SassLine, opcode: str, mn: str, dest: list[int], srcs: list[str], src_regs: list[int]
+        self, pc: int, text: str, opcode: str, mn: str, dest: list[int], srcs: list[str], src_regs: list[int]
     ) -> None:
         """Update the state of the registers one instruction writes."""
         is_load = mn in _DATA_LOADS
-        predicated = s.text.lstrip().startswith("@")
+        predicated = text.lstrip().startswith("@")
         src_datum = any(self.datum.get(r, False) for r in src_regs)
         src_taint = any(self.tainted.get(r, False) for r in src_regs)
         src_vary = any(self.varying.get(r, False) for r in src_regs) or (
@@ -431,7 +434,7 @@ class _Walk:
         )
         for i, r in enumerate(dest):
             if is_load:
-                new_prod: tuple[int, int] | None = (s.pc, i)
+                new_prod: tuple[int, int] | None = (pc, i)
                 new_taint = src_vary  # per-lane data only when the lanes read different addresses
             elif mn == "MOV" or opcode.startswith("IMAD.MOV"):
                 r_src = _reg(srcs[-1]) if srcs else None
@@ -447,24 +450,6 @@ class _Walk:
             self.producer[r], self.tainted[r], self.varying[r] = new_prod, new_taint, src_vary
             self.datum[r] = is_load or src_datum or (predicated and self.datum.get(r, False))
 
-    def result(self) -> Dataflow:
-        acc = self.acc
-        return Dataflow(
-            fma=acc["fma"],
-            fma_from_loads=acc["fma_from_loads"],
-            loaded_values_used=sum(self.weight_of_pc.get(pc, 0.0) for pc, _ in self.used_values),
-            loaded_operand_uses=acc["uses"],
-            load_bytes=acc["load_bytes"],
-            shared_load_bytes=acc["shared_load_bytes"],
-            global_load_bytes=acc["global_load_bytes"],
-            global_loads=acc["gld"],
-            dependent_global_loads=acc["dep"],
-            int_ops=acc["int"],
-            int_data_ops=acc["int_data"],
-            int_data_pcs=frozenset(self.int_data_pcs),
-            sectors=dict(self.sectors),
-        )
-
 
 def _destinations(opcode: str, mn: str, ops: list[str]) -> tuple[list[int], list[str]]:
     """The registers an instruction writes and its source operands."""
@@ -478,8 +463,42 @@ def _destinations(opcode: str, mn: str, ops: list[str]) -> tuple[list[int], list
     return [], ops
 
 
+@functools.lru_cache(maxsize=128)
+def _flow_plan(listing: tuple[tuple[int, str], ...]) -> tuple[_FlowStep, ...]:
+    """Trace the registers through ``listing`` (``(pc, text)`` in address order): one step per instruction.
+
+    The walk follows the listing twice; the register state at each backward branch of the first pass is
+    merged into the branch's target in the second, so a loop's back edge is seen. The steps are the second
+    pass's findings."""
+    decoded = []
+    for index, (pc, text) in enumerate(listing):
+        opcode, ops = _split_operands(text)
+        decoded.append((index, pc, text, opcode, opcode.split(".", 1)[0], ops))
+    walk = _Walk()
+    steps: list[_FlowStep] = []
+    for count_pass in (False, True):
+        for index, pc, text, opcode, mn, ops in decoded:
+            if not mn:
+                continue
+            if count_pass:
+                walk.merge_back_edge(pc)
+            elif mn == "BRA":
+                walk.record_back_edge(pc, ops)
+            dest, srcs = _destinations(opcode, mn, ops)
+            src_regs = _regs_in(srcs)
+            if count_pass:
+                steps.append(
+                    walk.step(index, opcode, mn, ops, any(walk.datum.get(r, False) for r in src_regs))
+                )
+            walk.assign(pc, text, opcode, mn, dest, srcs, src_regs)
+    return tuple(steps)
+
+
 def dataflow(lines: Sequence[SassLine]) -> Dataflow:
     """Trace loaded values through the registers (see :class:`Dataflow`).
+
+    The tracing depends on the listing's text only and is done once per function (:func:`_flow_plan`);
+    each launch weighs its steps with its own executed counts.
 
     Examples
     --------
@@ -489,29 +508,76 @@ def dataflow(lines: Sequence[SassLine]) -> Dataflow:
     >>> f.fma_from_loads, f.operand_reuse
     (2.0, 1.3333333333333333)
     """
+    cached = _recent("flow", lines)
+    if isinstance(cached, Dataflow):
+        return cached
+    flow = _dataflow(lines)
+    _remember("flow", lines, flow)
+    return flow
+
+
+def _dataflow(lines: Sequence[SassLine]) -> Dataflow:
+    plan = _flow_plan(tuple((s.pc, s.text) for s in lines))
     weighted = any(_weight(s)[1] for s in lines)
-    decoded = []
-    for s in lines:
+    acc: dict[str, float] = defaultdict(float)
+    sectors: dict[str, float] = defaultdict(float)
+    used_values: set[tuple[int, int]] = set()
+    int_data_pcs: set[int] = set()
+    weight_of_pc: dict[int, float] = {}
+    for step in plan:
+        s = lines[step.index]
         w, has = _weight(s)
         w = (w if has else 0.0) if weighted else 1.0
-        opcode, ops = _split_operands(s.text)
-        decoded.append((s, w, opcode, opcode.split(".", 1)[0], ops))
-    walk = _Walk()
-    for count_pass in (False, True):
-        for s, w, opcode, mn, ops in decoded:
-            if not mn:
-                continue
-            walk.weight_of_pc[s.pc] = w
-            if count_pass:
-                walk.merge_back_edge(s.pc)
-            elif mn == "BRA":
-                walk.record_back_edge(s.pc, ops)
-            dest, srcs = _destinations(opcode, mn, ops)
-            src_regs = _regs_in(srcs)
-            if count_pass:
-                walk.count(s, w, opcode, mn, ops, any(walk.datum.get(r, False) for r in src_regs))
-            walk.assign(s, opcode, mn, dest, srcs, src_regs)
-    return walk.result()
+        weight_of_pc[s.pc] = w
+        if step.int_op:
+            acc["int"] += w
+            if step.int_data:
+                acc["int_data"] += w
+                int_data_pcs.add(s.pc)
+        if step.fma:
+            acc["fma"] += w
+            if step.loaded is not None:
+                acc["fma_from_loads"] += w
+                for value in step.loaded:
+                    acc["uses"] += w
+                    used_values.add(value)
+        if step.load_bytes:
+            nbytes = w * step.load_bytes
+            acc["load_bytes"] += nbytes
+            acc["shared_load_bytes" if step.shared_load else "global_load_bytes"] += nbytes
+        if step.global_load:
+            acc["gld"] += w
+            if step.dependent:
+                acc["dep"] += w
+            _add_sectors(sectors, s, "load", step.dependent)
+        elif step.store:
+            _add_sectors(sectors, s, "store", False)
+    return Dataflow(
+        fma=acc["fma"],
+        fma_from_loads=acc["fma_from_loads"],
+        loaded_values_used=sum(weight_of_pc.get(pc, 0.0) for pc, _ in used_values),
+        loaded_operand_uses=acc["uses"],
+        load_bytes=acc["load_bytes"],
+        shared_load_bytes=acc["shared_load_bytes"],
+        global_load_bytes=acc["global_load_bytes"],
+        global_loads=acc["gld"],
+        dependent_global_loads=acc["dep"],
+        int_ops=acc["int"],
+        int_data_ops=acc["int_data"],
+        int_data_pcs=frozenset(int_data_pcs),
+        sectors=dict(sectors),
+    )
+
+
+def _add_sectors(sectors: dict[str, float], s: SassLine, kind: str, dependent: bool) -> None:
+    """Add a load's or store's per-PC sectors (measured and ideal) to ``sectors``."""
+    for key in (PER_PC_SECTORS, PER_PC_SECTORS_IDEAL):
+        v = s.counters.get(key)
+        if v is not None:
+            suffix = "_ideal" if key == PER_PC_SECTORS_IDEAL else ""
+            sectors[kind + suffix] += v
+            if dependent:
+                sectors["dependent" + suffix] += v
 
 
 def is_mma(mnemonic: str) -> bool:
@@ -525,6 +591,26 @@ def _local_address_is_dynamic(text: str) -> bool:
         return False
     regs = re.findall(r"\bR\d+\b", m.group(1))
     return any(r != _STACK_POINTER for r in regs)
+
+
+_RECENT: dict[tuple[str, int], tuple[Sequence[SassLine], object]] = {}
+_RECENT_SIZE = 8
+"""The last results of :func:`analyze_sass` and :func:`dataflow`, by the identity of the listing (a tuple,
+so it cannot change): a diagnosis asks for both more than once per launch (the facts, then derived
+metrics). The entry holds the listing, so its id is not reused while it is cached."""
+
+
+def _recent(kind: str, lines: Sequence[SassLine]) -> object | None:
+    hit = _RECENT.get((kind, id(lines)))
+    return hit[1] if hit is not None and hit[0] is lines else None
+
+
+def _remember(kind: str, lines: Sequence[SassLine], result: object) -> None:
+    if not isinstance(lines, tuple):
+        return
+    while len(_RECENT) >= _RECENT_SIZE:
+        _RECENT.pop(next(iter(_RECENT), ("", 0)), None)
+    _RECENT[(kind, id(lines))] = (lines, result)
 
 
 def _weight(line: SassLine) -> tuple[float, bool]:
@@ -638,6 +724,15 @@ def analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     SassSummary
         Empty (``instructions == 0``) when the report holds no SASS.
     """
+    cached = _recent("summary", lines)
+    if isinstance(cached, SassSummary):
+        return cached
+    summary = _analyze_sass(lines)
+    _remember("summary", lines, summary)
+    return summary
+
+
+def _analyze_sass(lines: Sequence[SassLine]) -> SassSummary:
     # Weighted when the report holds per-PC executed counts; PCs without a count (padding after EXIT,
     # code never reached) then weigh 0.
     weighted = any(_weight(s)[1] for s in lines)

@@ -18,11 +18,14 @@ negative utilisation) makes any verdict an artifact of the damage.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kprof import thresholds as th
 from kprof.kernel_model import KernelLaunch
 from kprof.model import Confidence, Diagnosis, Evidence, Subject, SubjectKind, Verdict
-from kprof.timeline_model import MEASURED_TABLES, TABLE_WORDS, DamagedRows, Timeline
+
+if TYPE_CHECKING:  # imported where a timeline is judged: a kernel report's diagnosis needs no numpy
+    from kprof.timeline_model import DamagedRows, Timeline
 
 DAMAGED = "The data is damaged"
 """How every diagnosis of damaged data begins (:func:`is_damaged` looks for it)."""
@@ -47,6 +50,8 @@ def damaged_timeline(tl: Timeline) -> Diagnosis | None:
     """
     if not tl.damaged:
         return None
+    from kprof.timeline_model import MEASURED_TABLES, TABLE_WORDS
+
     span = tl.span_ns()
     wall = span[1] - span[0] if span is not None else 0
     by_table: dict[str, list[DamagedRows]] = {}

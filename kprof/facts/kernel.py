@@ -53,6 +53,7 @@ from kprof.facts.names import (
     THREADS_PER_INST,
     WAVES,
 )
+from kprof.facts.sass_traits import fp64_promotion
 from kprof.facts.stalls import stall_reasons
 from kprof.facts.units import (
     MEMORY_UNITS,
@@ -167,6 +168,7 @@ def _sass_value(k: KernelLaunch, name: str) -> float | None:
     s, flow = analyze_sass(k.sass), dataflow(k.sass)
     if s.empty:
         return None
+    promo = fp64_promotion(k.sass) if what.startswith("fp64_") else None
     return {
         "ffma_share": s.share(s.ffma),
         "fp_arith_share": s.share(s.fp32 + s.fp16 + s.fp64 + s.mma),
@@ -177,6 +179,9 @@ def _sass_value(k: KernelLaunch, name: str) -> float | None:
         "int_data_share": flow.int_data_share(s.instructions),
         "local_instructions": s.local_loads + s.local_stores,
         "global_atomics": s.global_atomics,
+        "async_copies": s.async_copies,
+        "fp64_widening_conversions": promo.widen if promo else None,
+        "fp64_inst_share": 100.0 * promo.fp64_share if promo else None,
     }.get(what)
 
 
@@ -486,6 +491,8 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
     if d:
         for prec, rate in roof.flops.items():
             unit = "tensor" if (prec == "fp32" and fix_unit == "tensor") else prec
+            if prec == "fp64" and fix_unit == "fp32":
+                unit = "fp32"  # promoted FP64 math kept in FP32 (kprof.rules.kernel.precision)
             peak = roof.peak_flops.get(unit)
             if peak:
                 floors.append(rate * d * 1e-9 / (peak * fraction) * 1e9)

@@ -129,6 +129,11 @@ DERIVED: dict[str, str] = {
     "sass:dependent_load_share": "global loads whose address is computed from loaded data (SASS data flow)",
     "sass:local_instructions": "executed (or listed) LDL + STL instructions",
     "sass:global_atomics": "executed RED/ATOM instructions on global memory",
+    "sass:async_copies": "executed asynchronous global -> shared copies (LDGSTS, UTMALDG, UBLKCP)",
+    "sass:fp64_widening_conversions": "executed F2F.F64.F32 (FP32 -> FP64) in a kernel whose global accesses are all "
+    "32-bit and that narrows its results back (F2F.F32.F64): FP32 data computed in FP64 (kprof.facts.sass_traits)",
+    "sass:fp64_inst_share": "% of executed SASS instructions that are FP64 (DFMA/DADD/DMUL/DSETP/DMNMX, MUFU.*64H, "
+    "conversions to or from F64), in such a kernel",
 }
 
 # ncu sections each check needs, for the exact command that collects what is missing.

@@ -1,4 +1,4 @@
-"""Rich reprs of a :class:`~kprof.diagnose.compare.Comparison`: one summary, text and escaped HTML.
+"""Rich reprs of a :class:`~kprof.comparison_model.Comparison`: one summary, text and escaped HTML.
 
 As for a Diagnosis: the HTML comes from a jinja2 template with autoescape on, carries the text
 as a ``<pre>`` fallback that the packaged CSS hides, and shows the before and after diagnoses
@@ -16,14 +16,14 @@ from kprof.errors import printable
 from kprof.model import _fmt
 
 if TYPE_CHECKING:
-    from kprof.diagnose.compare import Comparison, ExpectationCheck
+    from kprof.comparison_model import Comparison, ExpectationCheck
     from kprof.model import Diagnosis
 
 
 @functools.lru_cache(maxsize=1)
 def compare_css() -> str:
     """The stylesheet of a comparison: the package's ``style.css`` plus ``compare.css`` (read once)."""
-    from kprof.html import css
+    from kprof.html._common import css
 
     extra = resources.files("kprof.html").joinpath("templates/compare.css").read_text(encoding="utf-8")
     return css() + "\n" + extra
@@ -60,7 +60,7 @@ def _one_line(d: Diagnosis) -> str:
 
 def comparison_summary(c: Comparison) -> dict[str, Any]:
     """The one structure both reprs of a Comparison are made from."""
-    from kprof.html import diagnosis_summary
+    from kprof.html.diagnosis import diagnosis_summary
 
     checks = []
     for x in c.expectations:
@@ -131,7 +131,8 @@ def render_comparison_html(s: dict[str, Any], *, sides: bool = True) -> str:
 
     ``sides=False`` gives each diagnosis one line instead of its full card (the report shows the
     cards once, in the sections of the inputs)."""
-    from kprof.html import _env, next_id, render_text
+    from kprof.html._common import _env, next_id
+    from kprof.html.diagnosis import render_text
 
     root_id = next_id("kp-cmp")
     cards = [

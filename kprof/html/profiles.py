@@ -31,7 +31,7 @@ NAME_WIDTH = 90
 @functools.lru_cache(maxsize=1)
 def profiles_css() -> str:
     """The stylesheet of these reprs: the package's ``style.css`` plus ``profiles.css`` (read once)."""
-    from kprof.html import css
+    from kprof.html._common import css
 
     extra = resources.files("kprof.html").joinpath("templates/profiles.css").read_text(encoding="utf-8")
     return css() + "\n" + extra
@@ -160,7 +160,7 @@ def render_timeline_text(s: dict[str, Any]) -> str:
 
 def render_timeline_html(s: dict[str, Any]) -> str:
     """Escaped HTML fragment of a timeline summary, with the text fallback inside."""
-    from kprof.html import _env, next_id
+    from kprof.html._common import _env, next_id
 
     return (
         _env()
@@ -238,7 +238,7 @@ def render_kernel_profile_text(s: dict[str, Any]) -> str:
 
 def render_kernel_profile_html(s: dict[str, Any]) -> str:
     """Escaped HTML fragment of a kernel-profile summary, with the text fallback inside."""
-    from kprof.html import _env, next_id
+    from kprof.html._common import _env, next_id
 
     return (
         _env()
@@ -272,7 +272,7 @@ class Rendered:
 
 def heading(title: str, level: int = 2, *, anchor: str | None = None, note: str = "") -> Rendered:
     """An escaped section heading (file names may hold markup) with an optional note below it."""
-    from kprof.html import _env
+    from kprof.html._common import _env
 
     level = min(max(int(level), 1), 6)
     html = _env().get_template("heading.html.j2").render(title=title, level=level, anchor=anchor, note=note)
@@ -310,7 +310,7 @@ def render_overview_text(rows: Sequence[dict[str, str]]) -> str:
 
 def overview(diagnoses: Iterable[Diagnosis], *, title: str = "") -> Rendered:
     """A table of diagnoses (verdict, bottleneck, input, headline, fix), most important first as given."""
-    from kprof.html import _env, next_id
+    from kprof.html._common import _env, next_id
 
     rows = overview_summary(diagnoses)
     text = render_overview_text(rows)

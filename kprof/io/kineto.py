@@ -1,6 +1,6 @@
 """PyTorch profiler (Kineto) Chrome-trace loader: ``.json`` and ``.json.gz``, current and 2021 schemas.
 
-Schema facts this loader copes with (see ``../shared/corpus/README.md``): ``ts``/``dur`` are
+Schema facts this loader copes with (seen in real traces): ``ts``/``dur`` are
 microseconds, int or float (float traces may carry nanosecond digits); categories changed
 case between 2021 (``Kernel``, ``Runtime``, ``Memcpy``, ``Operator``) and now (``kernel``,
 ``cuda_runtime``, ``gpu_memcpy``, ``cpu_op``); the 2021 schema writes ``external id`` and

@@ -264,11 +264,11 @@ def load_ncu_csv(path: str | os.PathLike[str]) -> KernelProfile:
 
     Examples
     --------
-    >>> prof = load_ncu_csv("../shared/corpus/ESMM-Research/metrics.csv")  # doctest: +SKIP
-    >>> prof[0].value("dram__bytes.sum")  # doctest: +SKIP
-    32746880.0
+    >>> prof = load_ncu_csv("data/samples/ncu/uncoalesced_global_access.raw.csv")  # doctest: +SKIP
+    >>> prof[0].name, prof[0].value("launch__grid_size")  # doctest: +SKIP
+    ('strided_gather', 16384.0)
     """
-    from kprof.io import check_readable_file
+    from kprof.io.files import check_readable_file
 
     p = os.fspath(check_readable_file(path))
     rows, ended = _read_rows(p)

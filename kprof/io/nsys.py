@@ -1,6 +1,6 @@
 """Nsight Systems loader: ``.sqlite`` exports (nsys 2022.x to 2025.x) and ``.nsys-rep`` reports.
 
-How the schema drifts (see ``../shared/corpus/README.md``): the metadata table is
+How the schema drifts (seen in real exports): the metadata table is
 ``EXPORT_META_DATA`` up to 2023 and ``META_DATA_EXPORT`` after; 2024+ exports omit empty
 tables; columns keep being added; API names carry ``_vNNNN`` suffixes. The loader asks
 ``PRAGMA table_info`` which columns exist and reads only those it needs.

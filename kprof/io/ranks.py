@@ -244,7 +244,7 @@ def read_rank_info(path: str | os.PathLike[str]) -> RankInfo:
     >>> read_rank_info("data/samples/multirank/ddp_rank1.json.gz").rank  # doctest: +SKIP
     1
     """
-    from kprof.io import detect_format
+    from kprof.io.files import detect_format
 
     p = Path(path)
     try:
@@ -265,7 +265,7 @@ def read_rank_info(path: str | os.PathLike[str]) -> RankInfo:
         p = cached
         fmt = "nsys-sqlite"
     if fmt == "nsys-sqlite":
-        from kprof.io import decompressed, is_gzipped_name
+        from kprof.io.files import decompressed, is_gzipped_name
 
         if is_gzipped_name(p):
             try:

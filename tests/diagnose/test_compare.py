@@ -14,12 +14,12 @@ import pytest
 
 import kprof
 from kprof import thresholds as th
+from kprof.api import compare
 from kprof.diagnose.compare import (
     Comparison,
     ComparisonVerdict,
     aligned_windows,
     check_expectation,
-    compare,
     step_times,
 )
 from kprof.errors import KprofInputError

@@ -94,7 +94,7 @@ def test_repeats_tells_a_loop_from_one_pass() -> None:
 
 
 def test_job_and_compare_take_the_steady_state_bottleneck() -> None:
-    from kprof.diagnose.compare import compare
+    from kprof.api import compare
     from kprof.diagnose.job import diagnose_summaries, summarize_timeline
 
     tls = [whole_process_launch_bound(nvtx=True), whole_process_launch_bound(nvtx=True, context_ms=300)]

@@ -22,12 +22,14 @@ from ..conftest import REPO
 
 GALLERY = REPO / "data" / "validation" / "timeline"
 HELDOUT = REPO / "data" / "validation" / "heldout"
-TIMELINE_KINDS = ("kineto", "nsys")
+BLIND4 = REPO / "data" / "validation" / "blind4"
+"""Fourth blind gallery: four whole-process timelines (two nsys exports, two Kineto traces), 4 of 4 at 3589783."""
+TIMELINE_KINDS = ("kineto", "nsys", "nsys-sqlite")
 
 
 def _entries() -> list[dict]:
     out = []
-    for folder in (GALLERY, HELDOUT):
+    for folder in (GALLERY, HELDOUT, BLIND4):
         p = folder / "labels.json"
         if not p.exists():
             continue
@@ -130,5 +132,7 @@ def test_heldout_whole_process_traces_carry_start_up_as_a_finding() -> None:
     """Start-up (context creation, first-use work, warm-up iterations) is 84-93% of each trace (measure.py)."""
     for entry_id in ("gpu_bound_mlp", "launch_small_ops", "item_pagerank", "loader_cpu_augment"):
         d = _first(_entry(entry_id))
-        f = next(f for f in d.findings if f.bottleneck is Bottleneck.STARTUP_BOUND and "Start-up" in f.headline)
+        f = next(
+            f for f in d.findings if f.bottleneck is Bottleneck.STARTUP_BOUND and "Start-up" in f.headline
+        )
         assert f.share is not None and f.share > 0.75, entry_id

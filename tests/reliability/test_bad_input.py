@@ -147,7 +147,7 @@ def test_permission_lost_between_check_and_read(tmp_path: Path, monkeypatch: pyt
             raise PermissionError(13, "Permission denied", os.fspath(file))
         return real_open(file, *args, **kw)
 
-    real_check = kprof.io.check_readable_file
+    real_check = kprof.io.files.check_readable_file
 
     def check_then_arm(path: Any) -> Path:
         p = real_check(path)
@@ -156,7 +156,7 @@ def test_permission_lost_between_check_and_read(tmp_path: Path, monkeypatch: pyt
         return p
 
     monkeypatch.setattr(builtins, "open", guarded_open)
-    monkeypatch.setattr(kprof.io, "check_readable_file", check_then_arm)
+    monkeypatch.setattr(kprof.io.files, "check_readable_file", check_then_arm)
     for p in paths:
         state["armed"] = False
         with pytest.raises(KprofError) as ei:

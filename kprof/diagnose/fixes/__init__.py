@@ -27,6 +27,7 @@ from collections.abc import Callable
 from kprof.diagnose.fixes.compute import (
     divergence,
     flash_shape_advice,
+    fp64_promotion,
     instructions,
     no_tensor_cores,
     tensor_core,
@@ -43,6 +44,7 @@ from kprof.diagnose.fixes.source import (
     strided_access,
     thread_varying,
 )
+from kprof.facts.sass_traits import fp64_promotion as fp64_promotion_facts
 from kprof.knowledge import instructions as ki
 from kprof.model import Bottleneck, Verdict
 
@@ -73,7 +75,15 @@ def localized_text(c: Context) -> Text:
     if c.d.verdict is Verdict.HEALTHY:
         return healthy(c)
     writer = WRITERS.get(c.d.bottleneck)
-    mech, fix = writer(c) if writer is not None else ("", None)
+    promoted = (
+        fp64_promotion_facts(c.k.sass)
+        if c.d.bottleneck in (B.INSTRUCTION_BOUND, B.COMPUTE_BOUND) and c.d.verdict is Verdict.FIX
+        else None
+    )
+    if promoted is not None:
+        mech, fix = fp64_promotion(c, promoted)
+    else:
+        mech, fix = writer(c) if writer is not None else ("", None)
     if fix is None and c.lang is L.LIBRARY and "Flash" in (c.origin.library or ""):
         hmma = any(ki.is_best_mma(x.opcode, c.sm) is False for x in c.k.sass if ki.parse_mma(x.opcode))
         fix = (

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from kprof.diagnose.fixes.context import Context, L, Text, keep_with_line, pct, where_sentence
-from kprof.diagnose.fixes.source import SHARED_DECL, strip_comments
+from kprof.diagnose.fixes.source import SHARED_DECL, clip, strip_comments
+from kprof.facts.sass_traits import Fp64Promotion
 from kprof.knowledge import instructions as ki
 from kprof.model import Verdict
 
@@ -186,8 +187,10 @@ def _ntc_library(c: Context, path: ki.MatrixPath) -> str | None:
 
 def tensor_core(c: Context) -> Text:
     """The faster MMA path (wgmma/TMA on Hopper) or how to feed the tensor cores, for the kernel's language."""
-    if c.d.verdict is not Verdict.FIX or c.top is None:
+    if c.d.verdict is not Verdict.FIX:
         return "", None
+    if c.top is None:
+        return "", _slower_path_call(c)
     ins = c.top.instruction
     best = ki.is_best_mma(ins, c.sm)
     m = ki.parse_mma(ins)
@@ -208,6 +211,8 @@ def tensor_core(c: Context) -> Text:
                 "Triton fell back from wgmma to mma.sync: use num_warps=4 or 8 and BLOCK_M a multiple of 64, "
                 "and a 2-D (not batched 3-D) tl.dot, so it emits HGMMA."
             )
+        if c.lang in (L.LIBRARY, L.PYTORCH) and "Flash" not in (c.origin.library or ""):
+            return mech, _library_on_mma_sync(c, m.dtype)
     if c.lang in (L.TRITON, L.INDUCTOR):
         ops = {x.mnemonic for x in c.k.sass}
         if (c.sm or 0) >= 90 and "LDGSTS" in ops and "UTMALDG" not in ops:
@@ -228,6 +233,42 @@ def tensor_core(c: Context) -> Text:
             + flash_shape_advice(c)
         )
     return mech, None
+
+
+_PATH_METRIC = re.compile(r"sm__ops_path_tensor_op_(hmma|imma)_src_([a-z0-9]+)")
+_PATH_DTYPE = {"int8": "int8", "bf16": "bf16", "fp16": "fp16", "tf32": "tf32", "fp8": "fp8"}
+
+
+def _slower_path_call(c: Context) -> str | None:
+    """A library kernel on the mma.sync path where the GPU has warpgroup MMA (no SASS: told from the path metric
+    the evidence names): what the call can change."""
+    m = next((m for e in c.d.evidence if e.metric and (m := _PATH_METRIC.search(e.metric))), None)
+    if m is None or c.lang not in (L.LIBRARY, L.PYTORCH):
+        return None
+    dtype = _PATH_DTYPE.get(m.group(2))
+    return _library_on_mma_sync(c, dtype) if dtype else None
+
+
+def _library_on_mma_sync(c: Context, dtype: str) -> str | None:
+    """A library kernel issuing mma.sync where the GPU has a faster (warpgroup) path for ``dtype``: the call."""
+    path = ki.matrix_path(c.sm, dtype, c.k.device)
+    if path is None or path.sass.startswith(("HMMA", "IMMA")):
+        return None
+    lib = c.origin.library or "The library"
+    if dtype == "int8":
+        return (
+            f"This call runs {lib}'s mma.sync INT8 kernel (IMMA, an sm_80 design); on sm_{c.sm} INT8 "
+            f"products run fastest as {path.sass.split('.')[0]} (wgmma). The kernel cannot be edited: get one "
+            "built for sm_90 instead: an INT8 GEMM written with Triton's tl.dot on int8 operands (it emits IGMMA "
+            "on sm_90) or a CUTLASS 3.x sm90 kernel; or, where the accuracy allows, FP8 e4m3 through "
+            "torch._scaled_mm (QGMMA); a newer cuBLAS/PyTorch may also ship an sm_90 INT8 kernel for this shape."
+        )
+    return (
+        f"This call runs {lib}'s mma.sync kernel (HMMA, an sm_80 design); on sm_{c.sm} the warpgroup path "
+        f"({path.sass.split('.')[0]}) has the higher peak: keep the operands contiguous with sizes that are "
+        "multiples of 16 and 16-byte aligned, so the library's heuristics can pick its sm_90 kernels, or "
+        "update the library."
+    )
 
 
 _FLASH_HEAD_DIM = re.compile(r"Flash_(?:fwd|bwd)_kernel_traits<\(int\)(\d+)")
@@ -289,6 +330,63 @@ def instructions(c: Context) -> Text:
             "its neighbours; fused library kernels exist for normalisations and activations)."
         )
     return mech, keep_with_line(c)
+
+
+_FP64_CALL = re.compile(
+    r"\b(exp|exp2|expm1|log|log1p|log2|log10|tanh|sinh|cosh|sin|cos|tan|sqrt|rsqrt|pow|erf|erfc|atan|atan2|"
+    r"asin|acos|cbrt|fabs|fmin|fmax|hypot)\s*\("
+)
+_DOUBLE_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w.])")
+
+
+def _as_float(text: str) -> str:
+    """A CUDA C++ line with its FP64 spelled in FP32: ``double`` -> ``float``, ``1.0`` -> ``1.0f``, ``exp(`` ->
+    ``expf(``."""
+    out = re.sub(r"\bdouble\b", "float", text)
+    out = _DOUBLE_LITERAL.sub(lambda m: m.group(0) + "f", out)
+    return _FP64_CALL.sub(lambda m: f"{m.group(1)}f(", out)
+
+
+def fp64_promotion(c: Context, p: Fp64Promotion) -> Text:
+    """FP32 data computed in FP64: the declarations and calls that promote it, and their FP32 spelling."""
+    mech = where_sentence(c, "executed FP64 instructions")
+    if c.is_cuda:
+        src = strip_comments(c.source).splitlines()
+        math_lines = {ln for f, ln in p.lines if c.top is None or f == c.top.file}
+        changes: list[tuple[int, str, str]] = []
+        for i, text in enumerate(src, start=1):
+            t = text.strip()
+            if not t or t.startswith("extern") or "__global__" in t:
+                continue
+            if re.search(r"\bdouble\b", t) or (i in math_lines and _FP64_CALL.search(t)):
+                new = _as_float(t)
+                if new != t:
+                    changes.append((i, t, new))
+        if changes:
+            shown = changes[:3]
+            edits = "; ".join(f"line {i}: `{clip(new)}` instead of `{clip(old)}`" for i, old, new in shown)
+            return mech, (
+                f"Keep the arithmetic in FP32: {edits}"
+                + (f" (and {len(changes) - 3} more)" if len(changes) > 3 else "")
+                + ". Then nvcc emits the FP32 routines (FFMA polynomials, MUFU.EX2/LG2) and no F2F conversion; "
+                "`-use_fast_math` (or `__expf`, `__logf`) shortens them further where the accuracy allows."
+            )
+        return mech, (
+            "Keep the arithmetic in FP32: float constants (`1.0f`) and variables, and the FP32 functions (`expf`, "
+            "`log1pf`, `tanhf`) instead of the double ones; `-use_fast_math` shortens them further where the "
+            "accuracy allows."
+        )
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        return mech, (
+            "The tensors are float32 but the math runs in float64: a `.to(tl.float64)` or a float64 tensor in the "
+            "expression promotes it; compute in tl.float32 (cast once, or keep every operand float32)."
+        )
+    if c.lang is L.PYTORCH:
+        return mech, (
+            "A float64 tensor or Python-float tensor created as double promotes this op: create the operands as "
+            "float32 (`dtype=torch.float32`), or cast the float64 one once before the op."
+        )
+    return mech, None
 
 
 _STRIDED_ELEMENTWISE = re.compile(r"(?<!vectorized_)elementwise_kernel")

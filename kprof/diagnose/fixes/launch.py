@@ -6,6 +6,7 @@ import re
 
 from kprof.diagnose.fixes.context import Context, L, Text, keep_with_line, where_sentence
 from kprof.diagnose.fixes.source import SHARED_DECL, clip, hot_loop, strip_comments
+from kprof.facts.sass_traits import ASYNC_COPIES
 
 
 def grid(c: Context) -> Text:
@@ -104,6 +105,12 @@ def occupancy(c: Context) -> Text:
                 f"blocks fit on an SM: {c.d.fix[0].lower()}{c.d.fix[1:]}"
             )
     if c.lang in (L.TRITON, L.INDUCTOR):
+        if not any(x.mnemonic in ASYNC_COPIES for x in c.k.sass):
+            # no cp.async/TMA in the SASS: the kernel already runs with num_stages=1 (or has no loop to pipeline)
+            return mech, (
+                "num_warps and the BLOCK sizes set the registers and shared memory of each program: use smaller "
+                "BLOCK sizes (or fewer live values per program), so more programs fit on an SM."
+            )
         return mech, (
             "num_warps, num_stages and the BLOCK sizes set the registers and shared memory of each program: lower "
             "num_stages (each stage keeps a copy of the operand tiles in shared memory) or the BLOCK sizes, so more "

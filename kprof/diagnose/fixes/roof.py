@@ -7,6 +7,7 @@ import re
 from kprof.diagnose.fixes.context import B, Context, L, Text, keep_with_line, sass_index, where_sentence
 from kprof.diagnose.fixes.source import has_loop, strip_comments
 from kprof.diagnose.where import address_from_load
+from kprof.facts.sass_traits import synchronous_mma_loop
 from kprof.knowledge import instructions as ki
 from kprof.model import Verdict
 
@@ -14,6 +15,8 @@ from kprof.model import Verdict
 def latency(c: Context) -> Text:
     """What the warps wait on at the responsible line (a dependent gather, too little work per program)."""
     mech = where_sentence(c, "warp stall samples")
+    if synchronous_mma_loop(c.k.sass) is not None:
+        return mech, _pipeline_fix(c)
     i = sass_index(c, c.top)
     gather = i is not None and c.k.sass[i].mnemonic in ("LDG", "LD") and address_from_load(c.k.sass, i)
     if gather and c.lang is L.PYTORCH:
@@ -63,6 +66,36 @@ def latency(c: Context) -> Text:
     if c.lang is L.LIBRARY:
         return mech, None
     return mech, keep_with_line(c)
+
+
+_BLOCK_K = re.compile(r"\b(BLOCK_K|BLOCK_SIZE_K|BK|BLOCK_K_SIZE|TILE_K)\s*:\s*tl\.constexpr")
+
+
+def _pipeline_fix(c: Context) -> str | None:
+    """An MMA k-loop fed by synchronous loads: software pipelining, in the kernel's language."""
+    ref = c.line_ref() or "the k-loop"
+    if c.lang in (L.TRITON, L.INDUCTOR):
+        bk = _BLOCK_K.search(strip_comments(c.source))
+        name = bk.group(1) if bk else "BLOCK_K"
+        warps = (c.k.threads_per_block or 0) // 32
+        return (
+            f"The tl.dot on {ref} was compiled without software pipelining: the SASS holds no cp.async (LDGSTS) or "
+            "TMA copy, which is what num_stages=1 produces. Launch it with num_stages=3 (or 4) and "
+            f"{name}=64, e.g. `matmul_kernel[grid](..., {name}=64, num_stages=3, num_warps=8)` or the same in "
+            "the autotune triton.Config, so Triton loads the next k-tiles asynchronously while this one multiplies"
+            + (f" (this launch: num_warps={warps})" if warps else "")
+            + "; on sm_90, tensor descriptors (`tl.make_tensor_descriptor`) let TMA fetch the tiles. Do not lower "
+            "num_stages or add warps: the tile, not occupancy, sets the warps per SM."
+        )
+    if c.is_cuda:
+        return (
+            f"Double-buffer the k-loop at {ref}: allocate 2-3 shared-memory stages per operand and load the tile of "
+            "iteration k+1 (and k+2) with cp.async (`cuda::memcpy_async` or `__pipeline_memcpy_async`, SASS "
+            "LDGSTS; `cp.async.wait_group` before use) or, on sm_90, TMA (`cp.async.bulk.tensor` with a "
+            "CUtensorMap and an mbarrier, SASS UTMALDG) while the MMAs consume iteration k, instead of LDG into "
+            "registers, STS and __syncthreads() every iteration."
+        )
+    return None
 
 
 def resource(c: Context) -> Text:

@@ -12,7 +12,7 @@ Two pure steps:
    not overlapped by compute kernels on the same GPU), plus the step's period on the GPU.
    Steps are profiler steps (``ProfilerStep#N``) or the repeated NVTX range that covers the
    most time (``step 3``), projected onto the GPU through the correlation ids of the launches
-   issued inside them (DESIGN.md: NVTX marks when the host enqueued work, not when it ran).
+   issued inside them (docs/inputs.md: NVTX marks when the host enqueued work, not when it ran).
 2. :func:`diagnose_summaries` aligns the ranks' steps by step number (by order when the
    numbers do not match), leaves the first common step out as warm-up when there are at
    least three, and judges the job on per-rank medians over the aligned steps.

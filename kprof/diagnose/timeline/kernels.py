@@ -99,7 +99,7 @@ def _ncu_command(k: KernelTable, i: int, short: Sequence[str], p: _PerName, app:
     # it before every pass, so a persistent kernel that loops over a work queue in global
     # memory replays correctly; a grid of exactly 1-4x the SM count (cuBLAS's nvjet GEMMs
     # launch 132 blocks on an H200) is no evidence of anything else. A cooperative launch
-    # synchronizes the whole grid, which kernel replay breaks (DESIGN.md); application replay
+    # synchronizes the whole grid, which kernel replay breaks (docs/inputs.md); application replay
     # reruns the program once per pass instead, far slower, so it is kept for those.
     return commands.ncu_command(  # kprof's capture flags, as `kprof profile ncu` runs them
         regex,

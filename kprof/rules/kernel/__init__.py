@@ -18,6 +18,8 @@ launch              small_grid, tail_effect
 occupancy           occupancy_limited
 matrix              no_tensor_cores, and L1/L2 saturated by a matrix product's operand reloads
 tensor              tensor_core_bound on a slower tensor path than the GPU offers
+pipelining          latency_bound of an MMA k-loop whose operand loads are synchronous (no cp.async/TMA)
+precision           instruction_bound / compute_bound of FP32 data computed in FP64
 instructions        instruction_bound
 ncu_rules           ncu's own rule results: the measured waste a details-page CSV quotes, and hints
 resource            the resource ids and latency_bound when no mechanism explains the gap
@@ -41,6 +43,8 @@ from kprof.rules.kernel.local import local_memory
 from kprof.rules.kernel.matrix import no_tensor_cores, operand_reload
 from kprof.rules.kernel.memory import l2_rereads, uncoalesced
 from kprof.rules.kernel.occupancy import occupancy
+from kprof.rules.kernel.pipelining import synchronous_mma_loads
+from kprof.rules.kernel.precision import promoted_fp64
 from kprof.rules.kernel.shared import bank_conflicts
 from kprof.rules.kernel.tensor import slow_tensor_path
 
@@ -56,5 +60,7 @@ MECHANISMS: tuple[Callable[[KernelFacts], Mechanism | None], ...] = (
     occupancy,
     no_tensor_cores,
     slow_tensor_path,
+    synchronous_mma_loads,
+    promoted_fp64,
     instruction_bound,
 )

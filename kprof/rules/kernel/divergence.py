@@ -5,6 +5,7 @@ from __future__ import annotations
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts
 from kprof.facts.names import THREADS_PER_INST
+from kprof.facts.sass_traits import fp64_promotion
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
 
@@ -22,6 +23,10 @@ def divergence(f: KernelFacts) -> Mechanism | None:
     issue_util = f.util.get("issue")
     if issue_util is not None and issue_util < th.LATENCY_BOUND_FRACTION:
         return None
+    if _inside_fp64_routines(f):
+        return (
+            None  # the branches of promoted FP64 library routines: kprof.rules.kernel.precision's consequence
+        )
     tpb = f.k.threads_per_block
     partial = tpb is not None and tpb % th.WARP_SIZE != 0 and tpb < th.WARP_SIZE
     efficiency = r / th.WARP_SIZE
@@ -89,3 +94,23 @@ def divergence(f: KernelFacts) -> Mechanism | None:
         inflates=("issue", "fp32", "fp64", "tensor", "xu"),
         waste=1.0 - efficiency,
     )
+
+
+def _inside_fp64_routines(f: KernelFacts) -> bool:
+    """True when the kernel computes FP32 data in FP64 (:func:`~kprof.facts.sass_traits.fp64_promotion`) and most
+    divergent branch executions sit on the source lines that run the FP64 math: the lanes split inside the FP64
+    library routines' special-case paths, which the FP32 functions do not take. Without per-PC divergence counts or
+    line info the branches cannot be placed, and divergence stands on its own."""
+    p = fp64_promotion(f.k.sass)
+    if p is None or not p.lines:
+        return False
+    fp64_lines = set(p.lines)
+    total = inside = 0.0
+    for s in f.k.sass:
+        n = s.counters.get("smsp__branch_targets_threads_divergent") or 0.0
+        if s.mnemonic != "BRA" or n <= 0:
+            continue
+        total += n
+        if s.file and s.line and (s.file, s.line) in fp64_lines:
+            inside += n
+    return total > 0 and inside >= th.DIVERGENCE_INSIDE_FP64_SHARE * total

@@ -6,6 +6,7 @@ from kprof import thresholds as th
 from kprof.diagnose.roofline import COMPUTE_SOL
 from kprof.facts.kernel import KernelFacts, unit_metric
 from kprof.facts.names import THREADS_PER_INST
+from kprof.facts.sass_traits import fp64_promotion
 from kprof.facts.units import UNIT_WORDS, USEFUL_UNITS
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
@@ -24,12 +25,18 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
     issue = f.util.get("issue")
     if issue is None or issue < th.LATENCY_BOUND_FRACTION:
         return None
+    if fp64_promotion(f.k.sass) is not None:
+        return None  # the instructions are promoted FP64 math: kprof.rules.kernel.precision names that
     work = f.work_share()
     if work is not None and work >= th.FP_HEAVY_SHARE:
         return None
     useful_unit = max((u for u in USEFUL_UNITS if u in f.util), key=lambda u: f.util[u], default=None)
     useful = f.util[useful_unit] if useful_unit else 0.0
     if useful >= issue * th.ISSUE_OVER_USEFUL_RATIO:
+        return None
+    if f.roof.utilization.get("tensor_pipe", 0.0) >= issue * th.ISSUE_OVER_USEFUL_RATIO:
+        # the SM's throughput is its tensor pipe busy with MMAs (integer IMMA/IGMMA too, whose operations no FP
+        # counter shows): matrix work, not overhead, whatever the tensor roof of a faster path
         return None
     savings = max(0.0, 1.0 - useful / issue) if issue > 0 else 0.0
     r = f.v(THREADS_PER_INST)

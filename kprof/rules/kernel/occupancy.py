@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts
 from kprof.facts.names import ACHIEVED_OCC, ISSUE_ACTIVE, OCC_LIMITS, THEORETICAL_OCC, WAVES
+from kprof.facts.sass_traits import synchronous_mma_loop
 from kprof.facts.stalls import LATENCY_STALLS
 from kprof.kernel_model import KernelLaunch
 from kprof.model import Direction, Evidence, Expectation
@@ -66,6 +67,8 @@ def occupancy(f: KernelFacts) -> Mechanism | None:
     theo = f.v(THEORETICAL_OCC)
     if theo is None or theo / 100.0 >= th.OCCUPANCY_LOW_FRACTION:
         return None
+    if synchronous_mma_loop(f.k.sass) is not None:
+        return None  # a GEMM tile caps the warps by design; the lever is pipelining (kprof.rules.kernel.pipelining)
     waves = f.v(WAVES)
     if waves is not None and waves < th.OCCUPANCY_MIN_WAVES:
         return None  # the grid does not even fill the slots there are: the grid, not occupancy, limits

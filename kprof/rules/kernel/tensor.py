@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts, metric_value
+from kprof.facts.units import MEMORY_UNITS
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
 
@@ -25,26 +28,33 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
     if not path or not achieved or not best or not used_peak or best <= used_peak * th.COALESCING_TOLERANCE:
         return None
     used = achieved / used_peak
-    if used < th.HEALTHY_FRACTION_OF_PEAK:
-        return None  # not even at its own path's ceiling: the gap is elsewhere
+    others = max((f.util[u] for u in MEMORY_UNITS if u in f.util), default=0.0)
+    if used < th.HEALTHY_FRACTION_OF_PEAK and (used < th.LATENCY_BOUND_FRACTION or used < others):
+        # not at its own path's ceiling, and either not busy (the kernel waits: the gap is elsewhere) or not
+        # its busiest unit; a path busy above the SOL rule's 60% and busier than every memory level limits the
+        # kernel, and its ceiling sits below the GPU's roof for these inputs
+        return None
     best_path = max(
-        (p for p, v in f.roof.tensor_path_peaks.items() if v == best), key=len, default="the fastest path"
+        (p for p, v in f.roof.tensor_path_peaks.items() if v == best and _same_inputs(p, path)),
+        key=len,
+        default="the fastest path",
     )
     savings = max(0.0, 1.0 - achieved / (best * th.HEALTHY_FRACTION_OF_PEAK))
     tf = round(achieved / 1e12, 1)
+    ops = "TOPS" if "_int" in path else "TFLOP/s"  # integer MMA counts operations, not floating-point ones
     ev = [
         Evidence(
-            name=f"tensor FLOP/s on the {path} path",
+            name=f"tensor {'operations' if ops == 'TOPS' else 'FLOP/s'} on the {path} path",
             value=tf,
-            unit="TFLOP/s",
-            reference=f"{round(100 * used, 1):g}% of that path's ceiling ({used_peak / 1e12:.0f} TFLOP/s)",
+            unit=ops,
+            reference=f"{round(100 * used, 1):g}% of that path's ceiling ({used_peak / 1e12:.0f} {ops})",
             reference_value=round(used_peak / 1e12, 1),
             metric=f"{_path_metric(path)}.sum.per_second",
         ),
         Evidence(
             name="fastest tensor path for the same inputs",
             value=round(best / 1e12, 1),
-            unit="TFLOP/s",
+            unit=ops,
             reference=f"{best_path}: the roof of this GPU for the kernel's data type",
             metric=f"{_path_metric(best_path)}.sum.peak_sustained_elapsed.per_second",
         ),
@@ -55,20 +65,22 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
         target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
         unit="%",
         value_now=metric_value(f.k, "derived:tensor_utilization"),
-        label="tensor FLOP/s as % of the fastest path's peak",
+        label=f"tensor {'operations' if ops == 'TOPS' else 'FLOP/s'} as % of the fastest path's peak",
     )
     return Mechanism(
         bottleneck=B.TENSOR_CORE_BOUND,
         savings=savings,
         headline=(
-            f"Tensor cores at the ceiling of a slower path: {tf:g} TFLOP/s on {path} is {round(100 * used, 1):g}% of "
-            f"that path's peak but {pc(achieved / best)}% of the {best / 1e12:.0f} TFLOP/s that {best_path} reaches "
+            f"Tensor cores {'at the ceiling of' if used >= th.HEALTHY_FRACTION_OF_PEAK else 'busy on'} a slower "
+            f"path: {tf:g} {ops} on {path} is {round(100 * used, 1):g}% of "
+            f"that path's peak but {pc(achieved / best)}% of the {best / 1e12:.0f} {ops} that {best_path} reaches "
             "on this GPU."
         ),
         evidence=ev,
         mechanism=(
-            "The matrix instructions the kernel issues (e.g. mma.sync, SASS HMMA, on Hopper) have a lower peak than "
-            "the GPU's fastest tensor path for the same inputs (warpgroup MMA, SASS HGMMA, fed by TMA)."
+            f"The matrix instructions the kernel issues ({_family_words(path, 'e.g. mma.sync, SASS HMMA')}, on "
+            "Hopper) have a lower peak than the GPU's fastest tensor path for the same inputs "
+            f"({_family_words(best_path, 'warpgroup MMA, SASS HGMMA')}, fed by TMA)."
         ),
         fix=(
             "Use the fastest MMA the GPU has for this data type: on sm_90, warpgroup MMA (wgmma / HGMMA) with TMA "
@@ -82,3 +94,32 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
         blocks_healthy=True,
         fix_unit="tensor",
     )
+
+
+_SRC = re.compile(r"src_([a-z0-9]+)")
+
+
+def _same_inputs(p: str, path: str) -> bool:
+    """True when tensor path ``p`` takes the same input type as ``path``, dense or sparse alike."""
+    a, b = _SRC.search(p), _SRC.search(path)
+    return (
+        a is not None
+        and b is not None
+        and a.group(1) == b.group(1)
+        and ("sparsity_on" in p) == ("sparsity_on" in path)
+    )
+
+
+_FAMILY_WORDS = {
+    "hmma": "mma.sync, SASS HMMA",
+    "imma": "mma.sync, SASS IMMA",
+    "dmma": "mma.sync, SASS DMMA",
+    "hgmma": "warpgroup MMA, SASS HGMMA",
+    "igmma": "warpgroup MMA, SASS IGMMA",
+    "qgmma": "warpgroup MMA, SASS QGMMA",
+}
+
+
+def _family_words(path: str, default: str) -> str:
+    """The instruction of a tensor path in words (``imma_src_int8...`` -> ``mma.sync, SASS IMMA``)."""
+    return _FAMILY_WORDS.get(path.split("_", 1)[0], default)

@@ -1,6 +1,6 @@
 """One launch's verdict from its facts and the mechanisms that fired.
 
-Order (DESIGN.md): the roofline first (a unit doing useful work at HEALTHY_FRACTION_OF_PEAK on a grid that fills
+Order (docs/rules.md): the roofline first (a unit doing useful work at HEALTHY_FRACTION_OF_PEAK on a grid that fills
 the GPU is healthy), then the mechanisms, each bounded by the gap to the roof and by the physical floor, ranked by
 the time a fix would win (a finding at MIN_MECHANISM_SAVINGS, the bottleneck at MIN_PRIMARY_SAVINGS), else the
 resource or latency verdict. Without SpeedOfLight, only what the counters establish on their own.
