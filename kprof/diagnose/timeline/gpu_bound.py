@@ -160,7 +160,7 @@ def _recoverable(ctx: _Context, w: _Window) -> _Recoverable:
         cover = _named_cover(ctx, w) if cause == "host_compute" else None
         blocks = _drained_by_sync(ctx, w, cover.name if cover else None) if cause == "host_compute" else None
         if blocks is not None:
-            r.note, r.fix = _after_sync_words(ctx, blocks)
+            r.note, r.fix = _after_sync_words(ctx, blocks, r.fix)
     return r
 
 

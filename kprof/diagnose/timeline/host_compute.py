@@ -125,7 +125,7 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     headline, mech = _host_compute_words(w, hc, n, top, what)
     blocks = _drained_by_sync(ctx, w, top.name if top else None)
     if blocks is not None:
-        note, fix = _after_sync_words(ctx, blocks)
+        note, fix = _after_sync_words(ctx, blocks, fix)
         mech += " " + note
     # a loop that waits on its host work does so every iteration; one or two such gaps are one-time work
     # or too little to tell

@@ -181,8 +181,10 @@ def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None
     return _SYNC_KINDS[kinds[0][0]][0] if kinds else "a blocking call"
 
 
-def _after_sync_words(ctx: _Context, blocks: str) -> tuple[str, str]:
-    """(mechanism sentence, fix) for host computation that starts only after a sync drained the GPU's queue."""
+def _after_sync_words(ctx: _Context, blocks: str, otherwise: str) -> tuple[str, str]:
+    """(mechanism sentence, fix) for host computation that starts only after a sync drained the GPU's queue.
+    The capture cannot tell whether that code prepares the next step's input; if it does, ``otherwise`` (the
+    fix that moves it off the critical path) applies, and the fix says so."""
     mech = (
         f"These gaps begin while the host is blocked in {blocks}: it waits until the GPU's queue is empty and only "
         "then runs this code, so no GPU work is queued behind it."
@@ -200,7 +202,10 @@ def _after_sync_words(ctx: _Context, blocks: str) -> tuple[str, str]:
             "into a pinned buffer with non_blocking=True, record a torch.cuda.Event, and synchronize on that event "
             "only where the host needs the value), so the GPU has work while the host computes."
         )
-    return mech, fix
+    return (
+        mech,
+        f"{fix} If this code prepares the next step's input instead: {otherwise[0].lower() + otherwise[1:]}",
+    )
 
 
 def _sync_evidence(ctx: _Context, w: _Window) -> list[Evidence]:
