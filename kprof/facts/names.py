@@ -45,6 +45,13 @@ L2_ATOMIC_REQUESTS = (
 )
 """Atomic and reduction operations the L2 slices apply (one per active lane's address at a warp's RED/ATOM: the L1
 forwards a warp's same-address updates one by one). A warp that reduces first sends one."""
+L2_ATOMIC_SECTORS = (
+    "lts__t_sectors_srcunit_tex_op_red.sum",
+    "lts__t_sectors_srcunit_tex_op_atom_dot_alu.sum",
+    "lts__t_sectors_srcunit_tex_op_atom_dot_cas.sum",
+)
+"""Sectors those L2 atomic/reduction requests touch: one per request when each request carries one address (the
+same address for every lane, sent lane by lane); more when the lanes of one request update different sectors."""
 L2_READ_HIT_RATE = "lts__t_sector_op_read_hit_rate.pct"
 ATOMIC_SLICE_MAX = "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"
 ATOMIC_SLICE_AVG = "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"

@@ -7,6 +7,7 @@ peak metrics, no hand-written GPU table); this module only draws them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,25 @@ def _hidden_levels(
                 if lv in levels:
                     out.append((name, lv, why))
     return out
+
+
+_INT_PATH = re.compile(r"src_(int\d+)")
+
+
+def _precision_label(prec: str, roofs: Sequence[Roofline]) -> str:
+    """``Tensor``, or ``Tensor (INT8)`` when the tensor work drawn is integer MMA (IMMA/IGMMA paths count integer
+    operations, and their ceiling is the integer one)."""
+    if prec == "tensor":
+        ints = {
+            m.group(1).upper()
+            for r in roofs
+            if r.tensor_path and (r.flops.get("tensor") or 0) > 0 and (m := _INT_PATH.search(r.tensor_path))
+        }
+        if ints and all(
+            _INT_PATH.search(r.tensor_path or "") for r in roofs if (r.flops.get("tensor") or 0) > 0
+        ):
+            return f"Tensor ({'/'.join(sorted(ints))})"
+    return PRECISION_LABEL.get(prec, prec)
 
 
 def _peaks(roofs: Sequence[Roofline]) -> tuple[dict[str, float], dict[str, float]]:
@@ -220,9 +240,10 @@ def plot_roofline(
             linestyle="-",
             gid=f"ceiling-{'-'.join(precs)}",
         )
-        names = "/".join(PRECISION_LABEL.get(p, p) for p in precs)
+        names = "/".join(_precision_label(p, roofs) for p in precs)
+        integer = precs == ["tensor"] and names != PRECISION_LABEL["tensor"]  # integer MMA counts operations
         ax.annotate(
-            f"{names} peak {si(pf, 'FLOP/s')}",
+            f"{names} peak {si(pf, 'OP/s' if integer else 'FLOP/s')}",
             (x_hi, pf),
             xytext=(-4, 3),
             textcoords="offset points",

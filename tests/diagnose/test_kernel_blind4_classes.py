@@ -269,3 +269,23 @@ def test_promotion_fires_only_when_issue_or_the_fp64_pipe_limits() -> None:
     }
     d = diagnose_launch(KernelLaunch(id=0, name="k", metrics=m, sass=tuple(ops)))
     assert "FP64 math on FP32 data" not in d.headline
+
+
+def test_int8_imma_gemm_with_sass_reads_the_same() -> None:
+    """The .ncu-rep path: the same launch with a SASS listing (IMMA fed by LDSM/LDGSTS, library code without line
+    info) is still tensor_core_bound on the slower path, its MMAs counted as arithmetic, never overhead."""
+    from dataclasses import replace
+
+    k = _launch(INT8)
+    body = [
+        "LDGSTS.E.BYPASS.128 [R9], desc[UR4][R2.64]",
+        "LDSM.16.M88.4 R12, [R10]",
+        "IMMA.16832.S8.S8 R16, R12, R20, R16",
+        "IMMA.16832.S8.S8 R24, R12, R22, R24",
+        "IADD3 R2, R2, 0x40, RZ",
+    ]
+    sass = tuple(SassLine(pc=0x10 * i, text=t, counters={"inst_executed": 1.0e6}) for i, t in enumerate(body))
+    d = diagnose_launch(replace(k, sass=sass))
+    assert d.bottleneck is B.TENSOR_CORE_BOUND and d.verdict is Verdict.FIX, d.headline
+    assert B.INSTRUCTION_BOUND not in _fired(d)
+    assert "IGMMA" in d.fix, d.fix

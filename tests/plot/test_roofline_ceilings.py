@@ -49,3 +49,22 @@ def test_async_copy_kernels_get_no_l1_point_and_a_note() -> None:
     note = next(t.get_text() for t in ax.texts if t.get_gid() == "skipped-note")
     assert "no L1 point for" in note and "TMA or cp.async" in note
     assert ax.get_xlim()[1] < 1e5  # no point at a meaningless intensity stretches the axis
+
+
+def test_integer_mma_kernel_draws_the_integer_tensor_ceiling_in_operations() -> None:
+    """An INT8 IMMA GEMM (blind4, torch._int_mm): its tensor point and ceiling are integer operations on the INT8
+    paths (the IGMMA ceiling), never FLOP/s; a BF16 GEMM keeps the plain tensor label."""
+    p = NCU.parents[1] / "validation" / "blind4" / "lib_int8_int_mm.raw.csv.gz"
+    if not p.exists():
+        pytest.skip(f"{p} missing")
+    k = kprof.load(str(p))[0]
+    r = roofline(k)
+    assert r.tensor_path == "imma_src_int8_sparsity_off"
+    assert r.peak_flops["tensor"] == pytest.approx(
+        k.value("sm__ops_path_tensor_op_igmma_src_int8_sparsity_off.sum.peak_sustained_elapsed.per_second")
+    )
+    ax = plot_roofline(k)
+    labels = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("Tensor (INT8) peak") and t.endswith("OP/s") for t in labels), labels
+    bf16 = plot_roofline(_k("triton_bf16_dot.ncu-rep"))
+    assert any(t.get_text().startswith("Tensor peak") for t in bf16.texts)

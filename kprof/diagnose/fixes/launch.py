@@ -78,12 +78,74 @@ def tail(c: Context) -> Text:
     return "", None
 
 
+_DYNAMIC_SMEM = "launch__shared_mem_per_block_dynamic"
+
+
+def _fill_extent(source: str, name: str) -> tuple[int, str, str, bool] | None:
+    """How far the kernel fills the dynamic shared array ``name``: ``(line, loop text, element count, from the
+    block's own data)`` of the loop ``for (int k = ...; k < B | k <= B; ...) name[k] = src[...]`` (count ``B`` or
+    ``B + 1``); the last is True when the value stored comes from an address that depends on blockIdx (the block's
+    slice of the data is staged through the buffer), False for a table every block loads alike."""
+    clean = strip_comments(source)
+    block_vars = {m.group(1) for m in re.finditer(r"\b(\w+)\s*=\s*[^;]*\bblockIdx\b[^;]*;", clean)}
+    for n, raw in enumerate(source.splitlines(), 1):
+        text = strip_comments(raw)
+        loop = re.search(r"for\s*\([^;]*?\b(\w+)\s*=[^;]*;\s*\1\s*(<=?)\s*([^;]+?)\s*;[^)]*\)\s*(.*)", text)
+        if loop is None:
+            continue
+        var, op, bound, body = loop.groups()
+        store = re.search(rf"\b{re.escape(name)}\s*\[\s*{re.escape(var)}\s*\]\s*=\s*([^;]+);", body)
+        if store is None:
+            continue
+        rhs = store.group(1)
+        own = "blockIdx" in rhs or any(re.search(rf"(?<![.\w]){re.escape(v)}\b", rhs) for v in block_vars)
+        count = f"{bound} + 1" if op == "<=" else bound
+        return n, raw.strip(), count, own
+    return None
+
+
+def _next_limit(c: Context) -> str:
+    """``", so up to 6 blocks fit (the registers' limit)"``: what limits once shared memory does not."""
+    from kprof.facts.names import OCC_LIMITS
+
+    others = {w: c.k.value(m) for w, m in OCC_LIMITS.items() if w != "shared memory"}
+    known = {w: v for w, v in others.items() if v is not None}
+    if not known:
+        return ""
+    w = min(known, key=lambda x: known[x])
+    return f"; up to {int(known[w])} blocks then fit on an SM, until {w} limit"
+
+
+def _sized_to_use(c: Context, mech: str, name: str) -> Text | None:
+    """A dynamic shared buffer sized at launch far beyond what the kernel fills: size it to what it uses."""
+    size = c.k.value(_DYNAMIC_SMEM)
+    fill = _fill_extent(c.source, name)
+    if not size or fill is None or fill[3]:
+        return None
+    line, text, count, _ = fill
+    decl = re.search(rf"extern\s+__shared__\s+([\w:]+)\s+{re.escape(name)}\b", strip_comments(c.source))
+    typ = decl.group(1) if decl else "float"
+    mech += (
+        f" The dynamic shared buffer `{name}` gets {int(size):,} B per block from the launch, but the kernel fills only "
+        f"its first `{count}` elements (line {line}: `{clip(text)}`), a table every block loads alike: "
+        "the unused rest of the allocation is what keeps the other blocks off the SM."
+    )
+    return mech, (
+        f"Size the allocation to what the kernel uses: pass `({count}) * sizeof({typ})` as the third `<<<...>>>` "
+        f"argument (the dynamic shared-memory bytes) instead of {int(size):,} B{_next_limit(c)}. Nothing in the kernel "
+        "needs splitting: only the launch argument changes."
+    )
+
+
 def occupancy(c: Context) -> Text:
     """The declaration that sets the limiting resource (shared memory), or the Triton knobs."""
     mech = where_sentence(c, "warp stall samples")
     if c.is_cuda and "shared memory" in c.d.fix:
         dyn = re.search(r"extern\s+__shared__\s+[\w:]+\s+(\w+)\s*\[\s*\]", strip_comments(c.source))
         if dyn:
+            sized = _sized_to_use(c, mech, dyn.group(1))
+            if sized is not None:
+                return sized
             size = c.k.shared_mem_per_block
             return mech, (
                 f"The dynamic shared buffer `{dyn.group(1)}` is sized at launch"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from kprof.diagnose.fixes.context import Context, L, Text, keep_with_line, sass_index, where_sentence
 from kprof.diagnose.fixes.source import (
+    clip,
+    has_loop,
     padded,
     shared_declaration,
     strided_access,
@@ -14,19 +18,161 @@ from kprof.diagnose.fixes.source import (
 )
 from kprof.diagnose.where import address_from_load
 from kprof.model import SourceLine
+from kprof.rules.kernel.atomics import distinct_addresses
+from kprof.rules.kernel.local import register_cap
 
 
 def uncoalesced(c: Context) -> Text:
-    """A data-dependent gather (its address from a load: keep more in flight), else the strided index to swap or
-    the layout to change, written for the kernel's language."""
+    """A data-dependent gather (its address from a load: keep more in flight), a row walked by each thread (a warp
+    per row), else the strided index to swap or the layout to change, written for the kernel's language."""
     mech = where_sentence(c, "excess sectors")
     w = c.top
     i = sass_index(c, w)
     if w is not None and i is not None and address_from_load(c.k.sass, i):
         return _gather(c, mech)
     if c.is_cuda:
+        walk = _row_walk(c, mech)
+        if walk is not None:
+            return walk
         return _strided_cuda(c, mech)
     return mech, _layout(c)
+
+
+_UNIT_LOOP = re.compile(
+    r"for\s*\(\s*(?:int|long|unsigned|size_t|long long)?\s*(\w+)\s*=\s*([^;]+?)\s*;\s*\1\s*<=?\s*([^;]+?)\s*;"
+    r"\s*(?:\+\+\s*\1|\1\s*\+\+|\1\s*\+=\s*1)\s*\)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RowWalk:
+    """Each thread walks a row of its own, one element per iteration: ``ptr[j]`` with ``ptr = base + lane * stride``
+    (or ``base[lane * stride + j]``) inside ``for (j = ...; j < bound; ++j)``."""
+
+    array: str
+    """What the line indexes (``a``)."""
+    lane: str
+    """The lane-varying variable that picks the row (``row``)."""
+    stride: str
+    """The row length (``N``)."""
+    loop: str
+    """The loop counter that walks the row (``j``)."""
+    bound: str
+    decl: str
+    """The statement that puts the lanes a row apart (``const float* a = A + (size_t)row * N;``)."""
+    reduction: bool
+    """The line accumulates (``acc += ...``): a dot product or sum per row."""
+
+
+def row_walk(line: str, source: str) -> RowWalk | None:
+    """The one-thread-per-row pattern on ``line``: lanes a row apart, each thread stepping one element at a time.
+
+    Examples
+    --------
+    >>> src = "int row = blockIdx.x * blockDim.x + threadIdx.x; const float* a = A + (size_t)row * N;"
+    >>> w = row_walk("for (int j = 0; j < N; ++j) acc += a[j] * x[j];", src)
+    >>> w.array, w.lane, w.stride, w.loop, w.reduction
+    ('a', 'row', 'N', 'j', True)
+    >>> row_walk("for (int j = 0; j < 32; j += 8) out[x * n + y + j] = in[(y + j) * n + x];", "int x = threadIdx.x;")
+    """
+    loop = _UNIT_LOOP.search(line)
+    if loop is None:
+        return None
+    j, bound = loop.group(1), loop.group(3).strip()
+    if bound.isdigit() and int(bound) < 32:
+        return None  # a short fixed walk (a tile's few elements): not a row
+    clean = strip_comments(source)
+    varying = thread_varying(clean)
+    body = line[loop.end() :]
+    for m in re.finditer(r"([A-Za-z_]\w*)\s*\[([^\[\]]+)\]", body):
+        array, idx = m.group(1), _CAST_RE.sub("", m.group(2)).strip()
+        if re.fullmatch(rf"{re.escape(j)}(\s*[+-]\s*\w+)?", idx):
+            decl = re.search(
+                rf"(?:(?:const\s+)?[\w:<>]+\s*\*\s*(?:__restrict__\s*)?)?\b{re.escape(array)}\s*=\s*(\w+)\s*\+\s*([^;]+);",
+                clean,
+            )
+            if decl is None:
+                continue
+            acc = strided_access(f"{decl.group(1)}[{decl.group(2)}]", varying)
+            if acc is None or acc.others not in ("", "0"):
+                continue
+            return RowWalk(
+                array, acc.var, acc.stride, j, bound, " ".join(decl.group(0).split()), "+=" in body
+            )
+        acc = strided_access(f"{array}[{idx}]", varying)
+        if acc is not None and re.fullmatch(rf"{re.escape(j)}", acc.others.strip()):
+            return RowWalk(array, acc.var, acc.stride, j, bound, f"{array}[{idx}]", "+=" in body)
+    return None
+
+
+_CAST_RE = re.compile(r"\(\s*(?:long|int|unsigned|size_t|int64_t|uint64_t|long long|unsigned long)\s*\)")
+
+
+def _width(opcode: str) -> int:
+    """Bytes per lane of a load: ``LDG.E.128`` 16, ``.64`` 8, else 4."""
+    return 16 if ".128" in opcode else 8 if ".64" in opcode else 4
+
+
+def walk_offsets(c: Context, i: int) -> list[int]:
+    """The immediate offsets of the loads near SASS index ``i`` that share its base register, when they step by the
+    load's width (``[R4.64+-0x8]``, ``[R4.64+-0x4]``, ``[R4.64]``, ...: one thread reading consecutive elements, an
+    unrolled walk); [] otherwise."""
+    sass = c.k.sass
+    base = re.search(r"\[(R\d+)(?:\.64)?(?:\+-?0x[0-9a-f]+)?\]\s*$", sass[i].text)
+    if base is None:
+        return []
+    reg, width = base.group(1), _width(sass[i].opcode)
+    offs: set[int] = set()
+    for s in sass[max(0, i - 32) : i + 32]:
+        if s.mnemonic != "LDG":
+            continue
+        m = re.search(rf"\[{reg}(?:\.64)?(?:\+(-?)0x([0-9a-f]+))?\]\s*$", s.text)
+        if m is not None:
+            offs.add((-1 if m.group(1) else 1) * int(m.group(2) or "0", 16))
+    steps = sorted(offs)
+    if len(steps) < 3 or any(b - a != width for a, b in pairwise(steps)):
+        return []
+    return steps
+
+
+def _row_walk(c: Context, mech: str) -> Text | None:
+    """CUDA C++: each thread reduces (or copies) a row of its own, so a warp's load reads a column of 32 rows."""
+    w = c.top
+    walk = row_walk(w.text, c.source) if w and w.text else None
+    if w is None or walk is None:
+        return None
+    i = sass_index(c, w)
+    width = _width(c.k.sass[i].opcode) if i is not None else 4
+    steps = walk_offsets(c, i) if i is not None else []
+    seen = (
+        f" (the SASS shows it: {c.k.sass[i].mnemonic}s at {len(steps)} offsets {width} bytes apart from one "
+        "base register)"
+        if steps and i is not None
+        else ""
+    )
+    mech += (
+        f" Each thread walks a row of its own: `{walk.decl}` puts neighbouring lanes `{walk.stride}` elements (one "
+        f"row) apart, and the loop over `{walk.loop}` moves each thread one element per iteration{seen}, so every "
+        f"load instruction of the warp reads one column of 32 rows, one sector per lane, {width} useful bytes in each."
+    )
+    lanes = (
+        f"`row = (blockIdx.x * blockDim.x + threadIdx.x) / 32`, lanes stride over the row "
+        f"(`for ({walk.loop} = lane; {walk.loop} < {walk.bound}; {walk.loop} += 32)`, or over float4s of it when "
+        f"`{walk.stride}` is a multiple of 4 and the rows are 16-byte aligned)"
+    )
+    if walk.reduction:
+        fix = (
+            f"Give each row to one warp instead of one thread on line {w.line}: {lanes}, so a warp's load reads "
+            "128 (or 512) contiguous bytes; then add the 32 partial sums with "
+            "`for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffff, acc, o);` and let lane 0 write the "
+            "row's result. Launch 32x as many threads (one warp per row)."
+        )
+    else:
+        fix = (
+            f"Give each row to one warp instead of one thread on line {w.line}: {lanes}, so a warp's load reads 128 "
+            "(or 512) contiguous bytes. Launch 32x as many threads (one warp per row)."
+        )
+    return mech, fix
 
 
 def _gather(c: Context, mech: str) -> Text:
@@ -193,10 +339,81 @@ def _static_line(c: Context, mnemonics: tuple[str, ...]) -> SourceLine | None:
     return None
 
 
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\(\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?(?:,[^()]*)?\)")
+
+
+def _int_value(expr: str, source: str) -> int | None:
+    """An integer literal, or a ``#define NAME <int>`` of the source."""
+    e = expr.strip()
+    if e.isdigit():
+        return int(e)
+    m = re.search(rf"#\s*define\s+{re.escape(e)}\s+\(?\s*(\d+)\s*\)?\s*$", source, re.M)
+    return int(m.group(1)) if m else None
+
+
+def launch_bounds(c: Context) -> tuple[int, str, int | None, int | None] | None:
+    """``(line, text, maxThreadsPerBlock, minBlocksPerMultiprocessor)`` of the ``__launch_bounds__`` on this
+    kernel's declaration in the embedded source; None without one."""
+    src = c.source
+    if not src:
+        return None
+    name = re.escape(c.k.display_name.split("(")[0].split("<")[0].split("::")[-1].strip())
+    clean = strip_comments(src)
+    for m in _LAUNCH_BOUNDS.finditer(clean):
+        # the declaration it belongs to: the next identifier followed by "(" after the bound
+        if not re.match(rf"[\s\w*&:<>,]*?\b{name}\s*\(", clean[m.end() : m.end() + 400]):
+            continue
+        line = clean[: m.start()].count("\n") + 1
+        text = src.splitlines()[line - 1].strip() if line <= len(src.splitlines()) else m.group(0)
+        mx = _int_value(m.group(1), clean)
+        mn = _int_value(m.group(2), clean) if m.group(2) else None
+        return line, text, mx, mn
+    return None
+
+
+def _register_cap(c: Context, mech: str) -> Text | None:
+    """Spills under the register cap that ``__launch_bounds__`` sets: the bound to change, on its line."""
+    bound = launch_bounds(c) if "register spill" in c.d.headline else None
+    if bound is None or not bound[2]:
+        return None
+    line, text, mx, mn = bound
+    cap, regs = register_cap(c.k, (mx or 0) * (mn or 1)), c.k.registers_per_thread
+    if cap is None or cap >= 255 or not regs or regs < cap:
+        return None
+    lb = re.search(r"__launch_bounds__\s*\([^)]*\)", text)
+    said = lb.group(0) if lb else f"__launch_bounds__({mx})"
+    mech += (
+        f" The cap of {cap} comes from `{said}` on line {line}: ptxas must fit "
+        + (f"{mn} blocks of {mx} threads" if mn and mn > 1 else f"a block of {mx} threads")
+        + " in the SM's registers."
+    )
+    if mn and mn > 1 and mx:
+        new, allows, how = f"__launch_bounds__({mx})", register_cap(c.k, mx), ""
+    else:
+        new, allows = "__launch_bounds__(256)", register_cap(c.k, 256)
+        how = " and launch 256-thread blocks" + (
+            f" ({(mx or 256) // 256}x as many)" if mx and mx > 256 else ""
+        )
+    at = (
+        f" The LDL/STL sit on line {c.top.line}, but the cap, not that line, is what to change."
+        if c.top
+        else ""
+    )
+    fix = (
+        f"Loosen the bound on line {line}: declare `{new}`{how} instead of `{said}`, which lets ptxas use up to "
+        f"{allows} registers per thread instead of {cap}; check with -Xptxas -v that the spill stores fall to 0 "
+        f"bytes.{at}"
+    )
+    return mech, fix
+
+
 def local_memory(c: Context) -> Text:
     """The per-thread array indexed at run time on the responsible line, and where it can live instead."""
     mech = where_sentence(c, "local-memory sectors")
     if c.is_cuda:
+        capped = _register_cap(c, mech)
+        if capped is not None:
+            return capped
         w = c.top or _static_line(c, ("LDL", "STL"))
         src = strip_comments(c.source)
         arrays = {m.group(2): (m.group(1), int(m.group(3))) for m in _LOCAL_ARRAY.finditer(src)}
@@ -254,6 +471,24 @@ def _atomic_kind(c: Context) -> str:
     return "unknown"
 
 
+_ATOMIC_TYPES = {
+    "F32": "float",
+    "F64": "double",
+    "F16x2": "__half2",
+    "S32": "int",
+    "U32": "unsigned",
+    "U64": "unsigned long long",
+}
+
+
+def _atomic_type(c: Context) -> str:
+    """The operand type modifier of the responsible atomic (``F32`` in ``REDG.E.ADD.F32.FTZ``); ``S32`` when it has
+    none (an integer add defaults to 32 bits)."""
+    ins = c.top.instruction if c.top else ""
+    m = re.search(r"\.(F32|F64|F16x2|S32|U32|U64|S64)\b", ins or "")
+    return m.group(1) if m else "S32"
+
+
 def _atomic_bins(text: str) -> tuple[str, int] | None:
     """``(index, n)`` when an atomic's address is ``array[x & (n-1)]`` or ``array[x % n]`` with n a power of two
     below 32: the lanes of a warp then share n addresses, lanes l, l+n, l+2n, ... the same one."""
@@ -266,11 +501,103 @@ def _atomic_bins(text: str) -> tuple[str, int] | None:
     return m.group(1).strip(), n
 
 
+def _atomic_call(text: str) -> tuple[str, str, str] | None:
+    """``(array, index, value)`` of ``atomicAdd(&array[index], value)`` on a source line (brackets may nest:
+    ``out[label[i]]``).
+
+    Examples
+    --------
+    >>> _atomic_call("atomicAdd(&out[label[i]], val[i]);")
+    ('out', 'label[i]', 'val[i]')
+    """
+    m = re.search(r"atomic\w*\s*\(\s*&\s*(\w+)\s*\[", text)
+    if m is None:
+        return None
+    depth, j = 1, m.end()
+    while j < len(text) and depth:
+        depth += {"[": 1, "]": -1}.get(text[j], 0)
+        j += 1
+    rest = re.match(r"\s*,\s*", text[j:])
+    if depth or rest is None:
+        return None
+    idx, k, paren = text[m.end() : j - 1].strip(), j + rest.end(), 0
+    for e in range(k, len(text)):
+        ch = text[e]
+        if ch == ")" and paren == 0:
+            return m.group(1), idx, text[k:e].strip()
+        paren += {"(": 1, ")": -1}.get(ch, 0)
+    return None
+
+
+def _data_dependent_target(c: Context) -> bool:
+    """The responsible atomic's address is computed from a value loaded from global memory (``out[label[i]]``: its
+    REDG/ATOMG address register traces back to an LDG), so the lanes of a warp update addresses the data chooses."""
+    w = c.top
+    i = sass_index(c, w)
+    if w is None or i is None or not (w.instruction or "").startswith(("RED", "ATOM")):
+        return False
+    s = c.k.sass[i]
+    # `REDG.E.ADD.F32 desc[UR8][R2.64], R7`: the address is the bracket holding a vector register
+    addr = [b for b in re.findall(r"\[[^\]]*\]", s.text) if re.search(r"\bR\d+", b)]
+    if not addr:
+        return False
+    lines = list(c.k.sass)
+    lines[i] = replace(s, text=f"{s.opcode} {addr[-1]}")
+    return address_from_load(lines, i)
+
+
+def _privatize(c: Context, mech: str, loaded: bool) -> Text:
+    """Lanes of a warp update different, data-chosen addresses: a warp sum would mix them; privatize per block."""
+    top = c.top
+    call = _atomic_call(top.text) if top else None
+    why = (
+        ": the atomic's address register is computed from a value an LDG loaded just before"
+        if loaded
+        else ", as the L2 counters show (several sectors per update request)"
+    )
+    if top is not None and call is not None:
+        arr, idx, val = call
+        mech += (
+            f" The target `{arr}[{idx}]` is chosen by the data{why}, so the lanes of a warp update different "
+            f"elements of `{arr}`."
+        )
+        typ = _ATOMIC_TYPES.get(_atomic_type(c), "T")
+        loop = (
+            "in the loop"
+            if has_loop(c.k)
+            else "(give each block many elements first: a grid-stride loop over a grid of a few blocks per SM, so "
+            "each copy absorbs many updates)"
+        )
+        fix = (
+            f"Privatize `{arr}` per block on line {top.line} (`{clip(top.text)}`): keep a block copy in shared memory "
+            f"(`extern __shared__ {typ} s_{arr}[];`, one slot per element of `{arr}`, zeroed before a "
+            f"`__syncthreads()`), do `atomicAdd(&s_{arr}[{idx}], {val});` {loop} (shared-memory atomics are "
+            f"applied in the SM), then after a `__syncthreads()` let the block's threads add the copy into `{arr}`, "
+            f"one global atomicAdd per element of `{arr}` per block. Do not sum the warp's values with a shuffle: "
+            f"its lanes carry different `{idx}`. If `{arr}` is too large for shared memory, sort the pairs by key "
+            "(cub::DeviceRadixSort::SortPairs) and reduce each run (cub::DeviceReduce::ReduceByKey)."
+        )
+        return mech, fix
+    mech += f" The lanes of a warp update addresses chosen by the data{why}."
+    ref = c.line_ref() or "the atomic update"
+    return mech, (
+        f"Privatize the updated array per block at {ref}: accumulate into a shared-memory copy with shared atomics, "
+        "then add the copy into global memory once per element per block. A warp shuffle sum does not apply: the "
+        "lanes update different addresses. If the array is too large for shared memory, sort by key and reduce "
+        "each run (cub::DeviceReduce::ReduceByKey)."
+    )
+
+
 def atomics(c: Context) -> Text:
-    """A warp (or bin) reduction before the atomic on the responsible line."""
+    """A warp (or bin) reduction before the atomic on the responsible line; per-block privatization when the lanes
+    of a warp update different, data-chosen addresses."""
     mech = where_sentence(c, "executed atomics")
     kind = _atomic_kind(c)
     top = c.top
+    if c.is_cuda:
+        loaded = _data_dependent_target(c)
+        if loaded or distinct_addresses(c.k):
+            return _privatize(c, mech, loaded)
     bins = _atomic_bins(top.text) if c.is_cuda and top else None
     if top is not None and bins is not None and kind != "int":
         idx, n = bins

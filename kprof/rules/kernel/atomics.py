@@ -12,8 +12,10 @@ from kprof.facts.names import (
     GRED_REQUESTS,
     GST_REQUESTS,
     L2_ATOMIC_REQUESTS,
+    L2_ATOMIC_SECTORS,
 )
 from kprof.facts.stalls import ATOMIC_STALLS
+from kprof.kernel_model import KernelLaunch
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, pc, top_stall_evidence, with_duration
 
@@ -35,6 +37,48 @@ def _atomic_share(f: KernelFacts) -> tuple[float, float, bool] | None:
         return None
     gld, gst = f.v(GLD_REQUESTS), f.v(GST_REQUESTS)
     return atom / max(1.0, atom + (gld or 0.0) + (gst or 0.0)), atom, True
+
+
+def atomic_lanes(k: KernelLaunch) -> tuple[float, float] | None:
+    """(L2 update requests per warp-wide RED/ATOM instruction, sectors per L2 update request); None without the
+    counters.
+
+    The L1 sends a warp's updates to the L2 one address at a time within a sector: 32 lanes on one address arrive as
+    32 requests of one sector each; lanes on different sectors of a line share a request, which then touches
+    several sectors. More than one sector per request (beyond COUNT_MATCH_TOLERANCE) therefore means the lanes of a
+    warp update different addresses, and adding their values together (a warp shuffle) would mix them."""
+    atom = sum_present(k, GATOM_REQUESTS + GRED_REQUESTS)
+    l2_ops = sum_present(k, L2_ATOMIC_REQUESTS)
+    l2_sectors = sum_present(k, L2_ATOMIC_SECTORS)
+    if not atom or not l2_ops or not l2_sectors or atom <= 0 or l2_ops <= 0:
+        return None
+    return l2_ops / atom, l2_sectors / l2_ops
+
+
+def distinct_addresses(k: KernelLaunch) -> bool:
+    """True when the counters show the lanes of a warp's atomic updating different sectors (:func:`atomic_lanes`)."""
+    lanes = atomic_lanes(k)
+    return lanes is not None and lanes[1] > 1.0 + th.COUNT_MATCH_TOLERANCE
+
+
+def _address_sentence(f: KernelFacts) -> str:
+    """What the L2 request counts say about the addresses the lanes of one warp update."""
+    lanes = atomic_lanes(f.k)
+    if lanes is None:
+        return ""
+    per_instr, sectors = lanes
+    if distinct_addresses(f.k):
+        return (
+            f" Here the lanes of a warp update different addresses: each warp-wide atomic reaches the L2 as "
+            f"{per_instr:.3g} requests of {sectors:.3g} sectors on average (32 lanes on one address would arrive as "
+            "32 one-sector requests), so the updates collide between warps, all updating the same few addresses."
+        )
+    if abs(per_instr - th.WARP_SIZE) <= th.COUNT_MATCH_TOLERANCE * th.WARP_SIZE:
+        return (
+            f" Each warp-wide atomic reaches the L2 as {per_instr:.3g} one-sector requests: the L1 forwards the 32 "
+            "lanes' updates one by one, as it does when they all update the same address."
+        )
+    return ""
 
 
 def atomics(f: KernelFacts) -> Mechanism | None:
@@ -92,14 +136,18 @@ def atomics(f: KernelFacts) -> Mechanism | None:
         ),
         evidence=ev,
         mechanism=(
-            "Atomics to the same address are applied one after another by the L2 slice that owns it; when many "
+            "Atomics to one address are applied one after another by the L2 slice that owns it."
+            + _address_sentence(f)
+            if counted and distinct_addresses(f.k)
+            else "Atomics to the same address are applied one after another by the L2 slice that owns it; when many "
             "threads update few addresses, the whole grid waits on that slice."
+            + (_address_sentence(f) if counted else "")
         ),
         fix=(
             "Reduce first, then do one atomic per warp or block: warp shuffles (__reduce_add_sync / __shfl_down_sync) "
             "and a shared-memory block reduction, or privatized per-block copies merged at the end."
         ),
-        expect=with_duration(f, _l2_updates(f, atom_count if counted else None), savings),
+        expect=_expect(f, atom_count if counted else None, savings, hot),
         confidence=th.CONFIDENCE_MEASURED_INFERRED if hot else th.CONFIDENCE_PARTIAL,
         would_raise=""
         if hot
@@ -128,6 +176,18 @@ def _busiest_evidence(f: KernelFacts) -> Evidence:
         reference=f"below {100 * th.LATENCY_BOUND_FRACTION:.0f}%: the atomics serialize instead of using bandwidth",
         metric=unit_metric(f, f.limiter()[0]),
     )
+
+
+def _expect(f: KernelFacts, atom: float | None, savings: float, hot: bool) -> list[Expectation]:
+    """The L2 updates that fall, then the duration.
+
+    When one slice is hot and the fix cuts the same-address updates to one per warp, those updates, applied one
+    after another at that slice, set the pace of the whole kernel: the time falls with their number (never below
+    the floor of the rest of its traffic, :func:`time_expectation`), not only by the stall share."""
+    updates = _l2_updates(f, atom)
+    if hot and updates and updates[0].value_now and updates[0].target is not None:
+        savings = max(savings, 1.0 - float(updates[0].target) / float(updates[0].value_now))
+    return with_duration(f, updates, savings)
 
 
 def _l2_updates(f: KernelFacts, atom: float | None) -> list[Expectation]:

@@ -11,6 +11,7 @@ from kprof.facts.names import LLD_SECTORS, LST_SECTORS
 from kprof.facts.stalls import GLOBAL_STALLS
 from kprof.facts.static import StaticKernel
 from kprof.facts.units import MEMORY_UNITS
+from kprof.kernel_model import KernelLaunch
 from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
 from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
 
@@ -18,6 +19,37 @@ _MECHANISM = (
     "Values that cannot live in registers go to the thread's local memory, which is backed by L1, L2 and DRAM: "
     "every access is a memory instruction with memory latency instead of a register read."
 )
+
+
+def register_cap(k: KernelLaunch, threads: int | None = None) -> int | None:
+    """The most registers per thread that ``threads``-thread blocks (default: this launch's) can have while one block
+    fits on an SM: the SM's register file over the block's warps, in the 256-register-per-warp allocation unit,
+    at most the per-thread maximum (255). None when the report lacks the register file size or the block size.
+
+    Examples: 1024 threads -> 64, 512 -> 128, 256 -> 255 on a 65,536-register SM."""
+    attrs = k.device_attributes
+    per_sm = attrs.get("max_registers_per_block") or attrs.get("max_registers_per_multiprocessor")
+    per_thread = attrs.get("max_registers_per_thread") or 255
+    tpb = threads if threads is not None else k.threads_per_block
+    if not isinstance(per_sm, int | float) or not tpb or not isinstance(per_thread, int | float):
+        return None
+    warps = -(-int(tpb) // th.WARP_SIZE)
+    per_warp = int(per_sm) // warps // _REG_ALLOC_UNIT * _REG_ALLOC_UNIT
+    return int(min(per_thread, per_warp // th.WARP_SIZE))
+
+
+_REG_ALLOC_UNIT = 256
+"""Registers are allocated to a warp in units of 256 (8 per thread): CUDA Occupancy Calculator, "register
+allocation unit size" for compute capability 7.0-9.0."""
+
+
+def capped_by_block_size(k: KernelLaunch) -> int | None:
+    """The register cap when this launch's registers per thread sit at the cap its block size sets (below the
+    per-thread maximum): a ``__launch_bounds__`` for this block size (or -maxrregcount) held the compiler there."""
+    regs, cap = k.registers_per_thread, register_cap(k)
+    if not regs or cap is None or cap >= 255:
+        return None
+    return cap if regs >= cap else None
 
 
 def _kind_words(kind: str | None, regs: int | None) -> tuple[str, str]:
@@ -35,6 +67,34 @@ def _kind_words(kind: str | None, regs: int | None) -> tuple[str, str]:
     return "local memory (the SASS is not in the report, so spill vs indexed array is unknown)", (
         "Compile with -Xptxas -v: spill stores mean register pressure; a stack frame with no spills means an "
         "indexed array."
+    )
+
+
+def _cap_sentence(k: KernelLaunch, kind: str | None) -> str:
+    """Spills under the register cap that the block size sets."""
+    cap = capped_by_block_size(k) if kind == "register_spill" else None
+    if cap is None:
+        return ""
+    regs = k.device_attributes.get("max_registers_per_block")
+    return (
+        f" This launch runs at {k.registers_per_thread} registers per thread, the most a "
+        f"{k.threads_per_block}-thread block can have ({regs:,} registers / {k.threads_per_block} threads): the "
+        "compiler was held to the cap the declared block size sets, and the values beyond it are spilled."
+        if isinstance(regs, int)
+        else ""
+    )
+
+
+def _cap_fix(k: KernelLaunch, kind: str | None) -> str | None:
+    """Smaller declared blocks, when the block size caps the registers."""
+    cap = capped_by_block_size(k) if kind == "register_spill" else None
+    if cap is None:
+        return None
+    return (
+        f"Let the compiler use more than {cap} registers per thread: declare and launch smaller blocks "
+        f"(`__launch_bounds__(256)` with 256-thread blocks allows up to {register_cap(k, 256)}) instead of "
+        f"{k.threads_per_block}-thread blocks (or raise -maxrregcount); check with -Xptxas -v that the spill stores "
+        "fall to 0 bytes."
     )
 
 
@@ -94,8 +154,8 @@ def local_memory(f: KernelFacts) -> Mechanism | None:
             + "."
         ),
         evidence=_evidence(f, local, share, share_metric, lines),
-        mechanism=_MECHANISM,
-        fix=fix,
+        mechanism=_MECHANISM + _cap_sentence(f.k, kind),
+        fix=_cap_fix(f.k, kind) or fix,
         expect=with_duration(f, [sectors], savings),
         confidence=th.CONFIDENCE_MEASURED if has_sass_local and local > 0 else th.CONFIDENCE_LISTING,
         would_raise="the SASS (SourceCounters) to tell a spill from an indexed array" if kind is None else "",

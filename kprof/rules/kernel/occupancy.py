@@ -125,7 +125,7 @@ def occupancy(f: KernelFacts) -> Mechanism | None:
         evidence=ev,
         mechanism=(
             f"Each block needs too much of one SM resource ({lim.limiter}), so few warps are resident; when they all "
-            "wait on memory, the scheduler has nothing to issue."
+            f"{_WAIT.get(top or '', 'wait on memory')}, the scheduler has nothing to issue."
         ),
         fix=cap(_how(f.k, lim.limiter)) + ", and launch enough blocks to fill the freed slots.",
         expect=with_duration(f, [warps], savings),
@@ -133,6 +133,14 @@ def occupancy(f: KernelFacts) -> Mechanism | None:
         would_raise="" if top else "WarpStateStats (stall reasons) to confirm the latency is exposed",
         inflates=(),
     )
+
+
+_WAIT = {
+    "short_scoreboard": "wait on shared-memory (LDS) or special-function (MUFU) results",
+    "wait": "wait out fixed instruction latencies",
+    "membar": "wait on memory fences",
+}
+"""What the resident warps wait on, by top stall reason (others: memory)."""
 
 
 def _how(k: KernelLaunch, limiter: str) -> str:
