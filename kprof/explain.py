@@ -128,7 +128,9 @@ _ENTRIES: dict[str, _Entry] = {
         "The expected wall time keeps the kernels' own time plus GRAPH_KERNEL_GAP_NS between them: no launch "
         "path runs kernels gaplessly.",
         "Issue fewer, larger launches: CUDA graphs (torch.compile mode='reduce-overhead', torch.cuda.graphs; "
-        "cudaStreamBeginCapture and cudaGraphLaunch in CUDA C++), fused kernels, larger batches.",
+        "cudaStreamBeginCapture and cudaGraphLaunch in CUDA C++), fused kernels, larger batches. When each "
+        "iteration runs one group of kernels MIN_REPEATS_FOR_BATCHING or more times, one call on the stacked "
+        "input comes first (if the calls are independent).",
         (
             "GPU_BOUND_BUSY_FRACTION",
             "GPU_SHARE_OVER_CAUSE",
@@ -138,6 +140,7 @@ _ENTRIES: dict[str, _Entry] = {
             "GRAPH_KERNEL_GAP_NS",
             "TYPICAL_LAUNCH_OVERHEAD_NS",
             "MIN_FINDING_SHARE",
+            "MIN_REPEATS_FOR_BATCHING",
         ),
         _TIMELINE + "launch.py",
         (_CLASSIFY, _CONTEXT),
@@ -154,7 +157,9 @@ _ENTRIES: dict[str, _Entry] = {
         "gaps the verdict is inconclusive (one-time host work or too few iterations to tell).",
         "Move the host work off the critical path: DataLoader workers with pin_memory and prefetch, "
         "preprocessing on the GPU, or overlapping it on another thread; not CUDA graphs (the gaps hold no "
-        "launches).",
+        "launches). When most of those gaps begin while the host is blocked in a sync (DOMINANT_SHARE of their "
+        "time), the queue was drained on purpose: queue the next GPU work before the host code, or read the "
+        "value back without blocking (pinned copy and an event).",
         (
             "HOST_COMPUTE_MIN_STRETCH_NS",
             "GPU_BOUND_BUSY_FRACTION",
@@ -164,7 +169,7 @@ _ENTRIES: dict[str, _Entry] = {
             "MIN_FINDING_SHARE",
         ),
         _TIMELINE + "host_compute.py",
-        (_CLASSIFY,),
+        (_CLASSIFY, _TIMELINE + "sync.py"),
     ),
     "sync_bound": _Entry(
         "timeline",

@@ -133,6 +133,13 @@ the H200 (data/samples/timeline/pair_graph_after.json.gz, 2,280 kernels replayed
 gaps inside the graphs): median 65 ns, mean 79 ns, largest 129 ns. A launch-bound fix's target keeps the
 kernels' own time plus this gap per kernel: no launch path runs kernels gaplessly."""
 
+MIN_REPEATS_FOR_BATCHING = 4
+"""A launch-bound iteration whose kernels run as one group repeated at least 4 times (every repeated kernel's
+count per iteration a multiple of 4) gets the batching advice first: one call on the stacked input replaces
+the repeats and removes at least 3/4 of those launches. Two or three repeats are as often two or three
+identical layers in sequence, which no batching merges; the timeline cannot tell independent calls from
+consecutive layers at any count, so the advice is worded as a condition (a choice of words, not a verdict)."""
+
 MIN_LAUNCHES_FOR_LAUNCH_BOUND = 10
 """A capture is called launch-bound only with at least 10 launches in its steady state: the verdict says
 that the host's cost per launch exceeds the GPU's time per kernel, a rate, which a handful of launches

@@ -52,6 +52,12 @@ L2_ATOMIC_SECTORS = (
 )
 """Sectors those L2 atomic/reduction requests touch: one per request when each request carries one address (the
 same address for every lane, sent lane by lane); more when the lanes of one request update different sectors."""
+L2_ATOMIC_MISSES = (
+    "lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum",
+    "lts__t_sectors_srcunit_tex_op_atom_lookup_miss.sum",
+)
+"""L2 misses of the atomic/reduction sectors: with the caches flushed before each replay pass, one per distinct sector
+the atomics touch (their target's footprint), while it stays resident."""
 L2_READ_HIT_RATE = "lts__t_sector_op_read_hit_rate.pct"
 ATOMIC_SLICE_MAX = "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"
 ATOMIC_SLICE_AVG = "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"

@@ -19,7 +19,8 @@ from types import MappingProxyType
 import pytest
 
 import kprof
-from kprof.diagnose.fixes.memory import launch_bounds, row_walk
+from kprof.diagnose.fixes.coalescing import row_walk
+from kprof.diagnose.fixes.memory import launch_bounds
 from kprof.diagnose.kernel import diagnose_launch
 from kprof.kernel_model import KernelLaunch
 from kprof.model import Diagnosis
@@ -119,11 +120,20 @@ def test_same_address_atomic_time_falls_with_the_updates_it_removes() -> None:
     assert abs(target - dur * 16384 / 524288) <= 0.05 * target, (target, dur)
 
 
-def test_atomic_time_without_a_count_target_keeps_the_stall_share() -> None:
-    """Must not fire: class_sum_atomic has no per-warp count to scale by (the updates after privatization depend on
-    the number of classes), so its target stays the stall-share estimate (7.45 ms -> 291 µs)."""
-    target = _duration_target(_diag(CLASS_SUM))
+def test_privatized_atomics_predict_one_request_per_line_per_block() -> None:
+    """class_sum_atomic: the atomics miss L2 on 40 sectors (the 320 floats of `out`: ncu flushes L2 before each
+    pass), so after privatization each of the 2,112 blocks adds 10 lines: 21,120 L2 requests, down from 12.3M.
+    The duration keeps the stall-share estimate (7.45 ms -> 291 µs): the shared-memory atomics remain, so the
+    time is not scaled by the count."""
+    k, d = _launch(CLASS_SUM), _diag(CLASS_SUM)
+    l2 = next(e for e in d.expect if e.metric == "derived:l2_atomic_requests")
+    assert l2.value_now == k.value("lts__t_requests_srcunit_tex_op_red.sum") == 12320146
+    assert k.value("lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum") == 40
+    assert l2.target == 2112 * 10, l2
+    target = _duration_target(d)
     assert target is not None and 285_000 <= target <= 297_000, target
+    bare = diagnose_launch(_without(k, "lts__t_sectors_srcunit_tex_op_red_lookup_miss"))
+    assert not any(e.metric == "derived:l2_atomic_requests" for e in bare.expect), bare.expect
 
 
 # ----------------------------------------------------------------------------- 2. spills under a launch-bounds cap
@@ -198,10 +208,18 @@ def test_row_walk_pattern() -> None:
     src = "const int row = blockIdx.x * blockDim.x + threadIdx.x;"
     w = row_walk("for (int j = 0; j < N; j++) s += A[(size_t)row * N + j];", src)
     assert w is not None and (w.array, w.lane, w.stride, w.loop, w.reduction) == ("A", "row", "N", "j", True)
-    copy = row_walk("for (int k = 0; k < cols; ++k) out[k] = a[k];", src + " const float* a = in + row * cols;")
+    copy = row_walk(
+        "for (int k = 0; k < cols; ++k) out[k] = a[k];", src + " const float* a = in + row * cols;"
+    )
     assert copy is not None and not copy.reduction
     transpose = "int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;"
-    assert row_walk("for (int j = 0; j < 32; j += 8) out[(long)x * n + (y + j)] = in[(long)(y + j) * n + x];", transpose) is None
+    assert (
+        row_walk(
+            "for (int j = 0; j < 32; j += 8) out[(long)x * n + (y + j)] = in[(long)(y + j) * n + x];",
+            transpose,
+        )
+        is None
+    )
     assert row_walk("for (int j = 0; j < 8; ++j) v[j] = x[base + j * blockDim.x];", src) is None
 
 
@@ -233,7 +251,7 @@ def test_oversized_dynamic_shared_buffer_is_sized_to_what_is_filled() -> None:
     d = _diag(POLY)
     assert d.bottleneck is B.OCCUPANCY_LIMITED
     assert "pass `(deg + 1) * sizeof(float)` as the third `<<<...>>>` argument" in d.fix, d.fix
-    assert "instead of 163,840 B" in d.fix and "up to 6 blocks then fit" in d.fix, d.fix
+    assert "instead of 163,840 B" in d.fix and "then up to 6 blocks fit" in d.fix, d.fix
     assert "smaller pieces" not in d.fix, d.fix
     assert "first `deg + 1` elements (line 9" in d.mechanism, d.mechanism
     assert "wait on memory" not in d.mechanism and "shared-memory (LDS)" in d.mechanism, d.mechanism
@@ -245,3 +263,32 @@ def test_staged_data_buffer_keeps_the_smaller_pieces_advice() -> None:
     d = _diag("validation/cuda/chunk_reverse.ncu-rep.gz")
     assert "process the data in smaller pieces" in d.fix and "sizeof" not in d.fix, d.fix
     assert "wait on memory" in d.mechanism, d.mechanism
+
+
+def test_oversized_per_warp_slices_are_sized_to_what_they_hold() -> None:
+    """embag_lowocc: `my = sidx + warp * max_bag` slices the 96 KB dynamic buffer per warp, but each slice is filled
+    only up to `L`: the fix passes max_bag = L and sizes the buffer from it, not "smaller pieces"."""
+    d = _diag("validation/blind4/embag_lowocc.ncu-rep.gz")
+    assert d.bottleneck is B.OCCUPANCY_LIMITED
+    assert "pass `max_bag` = `L` and `(blockDim.x / 32) * L * sizeof(int)`" in d.fix, d.fix
+    assert "smaller pieces" not in d.fix, d.fix
+    assert "slices of `max_bag` elements" in d.mechanism and "filled only up to `L`" in d.mechanism, (
+        d.mechanism
+    )
+
+
+def test_dynamic_shared_without_source_names_the_launch_argument() -> None:
+    """poly_smem_lowocc without its embedded source: the 163,840 B are dynamic (launch__shared_mem_per_block_dynamic),
+    so the fix names the launch argument that sets them instead of "process the data in smaller pieces"."""
+    k = replace(_launch(POLY), source_files=MappingProxyType({}))
+    d = diagnose_launch(k)
+    assert d.bottleneck is B.OCCUPANCY_LIMITED
+    assert "163,840 B of each block's shared memory are dynamic" in d.fix, d.fix
+    assert "third `<<<...>>>` argument" in d.fix and "process the data in smaller pieces" not in d.fix, d.fix
+
+
+def test_static_shared_table_keeps_its_declaration_fix() -> None:
+    """Must stay: the occupancy_limited sample's 48 KB table is static (`__shared__ float table[LUT];`, line 8)."""
+    d = _diag("samples/ncu/occupancy_limited.ncu-rep")
+    assert d.fix.startswith("`__shared__ float table[LUT];` (line 8) sets the shared memory"), d.fix
+    assert "dynamic" not in d.fix, d.fix

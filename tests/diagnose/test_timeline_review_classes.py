@@ -29,13 +29,16 @@ from kprof.api import diagnose
 from kprof.diagnose import timeline as T
 from kprof.diagnose.critical_path import critical_paths
 from kprof.diagnose.timeline import diagnose_timeline, timeline_metrics
+from kprof.diagnose.timeline.context import _context
+from kprof.diagnose.timeline.gaps import _steady_state
+from kprof.diagnose.timeline.sync import _drained_by_sync
 from kprof.io.nsys import load_nsys_sqlite
 from kprof.model import Bottleneck, Diagnosis, Verdict
 from kprof.timeline_model import Timeline
 
 from .test_critical_path import Loop
 from .test_timeline_steady import PINNED, copy_loop
-from .timeline_builder import KERNELS, MS, US, Builder
+from .timeline_builder import KERNELS, MS, US, Builder, dataloader_starved
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -393,3 +396,104 @@ def test_a_pytorch_annotation_is_not_called_an_nvtx_range() -> None:
     assert "NVTX ranges 'step" in nsys.mechanism  # not-fire: an nsys capture's ranges are NVTX
     kin = diagnose_timeline(dataclasses.replace(_launch_loop(), format="kineto"))[0]
     assert "annotations 'step" in kin.mechanism and "NVTX" not in kin.mechanism
+
+
+# ----------------------------------------------------------------------------- launch-bound fix wording
+def _per_sample_loop(
+    body: tuple[str, ...], repeats: int, extra: tuple[str, ...] = (), steps: int = 8
+) -> Timeline:
+    """A launch-bound loop whose step runs the kernels of ``body`` ``repeats`` times, then ``extra`` once."""
+    b = Builder()
+    for i in range(steps):
+        t0 = b.t
+        for _ in range(repeats):
+            for name in body:
+                b.host(8 * US)
+                b.launch(name, 2 * US)
+        for name in extra:
+            b.host(8 * US)
+            b.launch(name, 2 * US)
+        b.mark(f"step {i}", t0)
+    return b.build(source="infer.sqlite")
+
+
+def test_a_group_of_kernels_repeated_per_step_gets_batching_first() -> None:
+    # 32 batch-1 passes of Linear-GELU-Linear per step (blind4 per_sample_loop's construct): batching first
+    gemm, gelu, cat = "void gemm_bias(float*)", "void gelu_kernel(float*)", "void cat_kernel(float*)"
+    d = diagnose_timeline(_per_sample_loop((gemm, gelu, gemm), 32, (cat,)))[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND
+    assert d.fix.startswith("Each iteration runs the same 3 kernels 32 times"), d.fix
+    assert "divides their launches by 32" in d.fix and "Otherwise: capture the loop body" in d.fix
+    assert "SGD(foreach=True)" not in d.fix  # an inference loop: no backward, no optimizer in the capture
+    # not-fire: 3 repeats are as often 3 layers in sequence; counts without a common factor >= 4 are no group
+    three = diagnose_timeline(_per_sample_loop((gemm, gelu), 3, (cat,)))[0]
+    assert three.bottleneck is Bottleneck.HOST_LAUNCH_BOUND and not three.fix.startswith("Each iteration")
+    mixed = diagnose_timeline(_per_sample_loop((gemm, gelu), 8, (gemm, cat, cat, cat)))[0]
+    assert not mixed.fix.startswith("Each iteration"), mixed.fix  # gemm 9, gelu 8, cat 3 per step: gcd 1
+    # one kernel many times is a chain to fuse or a per-tensor loop: no batching sentence
+    one = diagnose_timeline(_per_sample_loop((gemm,), 40))[0]
+    assert not one.fix.startswith("Each iteration") and "torch._foreach_" in one.fix
+
+
+def test_the_optimizer_advice_needs_a_training_step_in_the_capture() -> None:
+    bwd = "void threshold_backward_kernel(float*)"
+    d = diagnose_timeline(_per_sample_loop(("void relu_kernel(float*)", bwd), 1, ("void mm(float*)",) * 3))[0]
+    assert d.bottleneck is Bottleneck.HOST_LAUNCH_BOUND and "SGD(foreach=True)" in d.fix
+    inference = diagnose_timeline(
+        _per_sample_loop(("void relu_kernel(float*)",), 1, ("void mm(float*)",) * 3)
+    )[0]
+    assert "SGD(foreach=True)" not in inference.fix and "torch._foreach_" in inference.fix
+    # the expectation says where its 130 ns between kernels comes from
+    busy = next(x for x in d.expect if x.metric == "gpu_busy_fraction")
+    assert "measured inside CUDA graphs" in busy.label
+
+
+# ----------------------------------------------------------------------------- host code after a drained queue
+LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def _host_work_loop(sync_first: bool, command: str = "python3 train.py") -> Timeline:
+    """Each step queues 1.8 ms of GEMMs, then runs 3 ms of host code; with ``sync_first`` the host first blocks
+    until the GPU is done (a .item() of the loss), so nothing is queued behind the host code."""
+    b = Builder()
+    for i in range(8):
+        t0 = b.t
+        for _ in range(6):
+            b.launch("void gemm_kernel(float*)", 300 * US)
+        if sync_first:
+            b.sync()
+        b.host(3 * MS)
+        if not sync_first:
+            b.sync()
+        b.mark(f"step {i}", t0)
+    tl = b.build(source="train.sqlite")
+    return dataclasses.replace(tl, command=command)
+
+
+def test_host_code_after_a_sync_drained_the_queue_gets_queue_ahead_advice() -> None:
+    d = _diagnoses("validation/timeline/profiles/busy73_host_gaps.sqlite.gz")[0]
+    assert "These gaps begin while the host is blocked in a scalar read back" in d.mechanism
+    assert d.fix.startswith("Queue GPU work before the host code")
+    # the capture cannot tell whether that code prepares the next input: the moving-off fix follows, conditioned
+    assert d.fix.index("If this code prepares the next step's input instead") > d.fix.index("torch.cuda.Event")
+    assert "non_blocking=True" in d.fix and "torch.cuda.Event" in d.fix
+    synth = diagnose_timeline(_host_work_loop(sync_first=True))[0]
+    assert synth.bottleneck is Bottleneck.HOST_COMPUTE_BOUND, synth.headline
+    assert "blocked in cudaStreamSynchronize" in synth.mechanism and synth.fix.startswith("Queue GPU work")
+    native = diagnose_timeline(_host_work_loop(sync_first=True, command="./app --steps 8"))[0]
+    assert "cudaMemcpyAsync" in native.fix and "torch" not in native.fix
+    # not-fire: the host code runs while the GPU still has queued work (the sync comes after it)
+    late = diagnose_timeline(_host_work_loop(sync_first=False))[0]
+    assert late.bottleneck is Bottleneck.HOST_COMPUTE_BOUND and "blocked in" not in late.mechanism
+    assert not late.fix.startswith("Queue GPU work")
+    loader = _diagnoses("samples/timeline/host_compute_bound.json.gz")[0]
+    assert "blocked in" not in loader.mechanism and "DataLoader(num_workers" in loader.fix
+    # not-fire: a DataLoader after the loss's .item() also begins in a blocking call, but the next step needs
+    # its batch: it can only be moved off the critical path (workers), not queued behind
+    tl = dataloader_starved(fmt="kineto", op=LOADER)
+    ctx = _context(tl)
+    w = _steady_state(ctx).stats
+    assert _drained_by_sync(ctx, w, None) is not None  # the gaps do begin in the sync
+    fed = diagnose_timeline(tl)[0]
+    assert fed.bottleneck is Bottleneck.HOST_COMPUTE_BOUND and "num_workers" in fed.fix
+    assert not fed.fix.startswith("Queue GPU work") and "blocked in" not in fed.mechanism

@@ -14,8 +14,8 @@ kernel's language (:mod:`kprof.diagnose.language`), and returns
 
 The verdict and numbers are never changed here: only their wording.
 
-One module per family, as the rules (:mod:`kprof.rules.kernel`): :mod:`.memory` (coalescing, bank conflicts,
-local memory, atomics), :mod:`.compute` (tensor cores, divergence, instruction overhead), :mod:`.launch` (grid,
+One module per family, as the rules (:mod:`kprof.rules.kernel`): :mod:`.coalescing` (uncoalesced global access),
+:mod:`.memory` (bank conflicts, local memory, atomics), :mod:`.compute` (tensor cores, divergence, instruction overhead), :mod:`.launch` (grid,
 tail, occupancy), :mod:`.roof` (latency, the resource verdicts, healthy); :mod:`.source` reads CUDA C++ source
 and the SASS loop structure, :mod:`.context` is what every writer reads.
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kprof.diagnose.fixes.coalescing import uncoalesced
 from kprof.diagnose.fixes.compute import (
     divergence,
     flash_shape_advice,
@@ -34,7 +35,7 @@ from kprof.diagnose.fixes.compute import (
 )
 from kprof.diagnose.fixes.context import B, Context, L, Text
 from kprof.diagnose.fixes.launch import grid, occupancy, tail
-from kprof.diagnose.fixes.memory import atomics, bank_conflicts, local_memory, uncoalesced
+from kprof.diagnose.fixes.memory import atomics, bank_conflicts, local_memory
 from kprof.diagnose.fixes.roof import healthy, latency, resource
 from kprof.diagnose.fixes.source import (
     StridedAccess,

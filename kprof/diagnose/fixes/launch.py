@@ -113,12 +113,49 @@ def _next_limit(c: Context) -> str:
     if not known:
         return ""
     w = min(known, key=lambda x: known[x])
-    return f"; up to {int(known[w])} blocks then fit on an SM, until {w} limit"
+    return f"; then up to {int(known[w])} blocks fit on an SM ({w} being the next limit)"
+
+
+def _slices(c: Context, mech: str, name: str, typ: str, size: float) -> Text | None:
+    """Per-warp (or per-thread) slices of the dynamic buffer, ``p = name + warp * S``, each filled only to ``B`` with
+    ``B`` not ``S``: the launch sizes the buffer for slices of ``S``."""
+    src = strip_comments(c.source)
+    for m in re.finditer(rf"\b(\w+)\s*=\s*{re.escape(name)}\s*\+\s*(\w+)\s*\*\s*(\w+)\s*;", src):
+        alias, who, stride = m.groups()
+        fill = _fill_extent(c.source, alias)
+        if fill is None or fill[2].replace(" ", "") == stride:
+            continue
+        line, text, count, _ = fill
+        decl_line = src[: m.start()].count("\n") + 1
+        mech += (
+            f" The dynamic shared buffer `{name}` gets {int(size):,} B per block from the launch, cut into slices of "
+            f"`{stride}` elements (`{alias} = {name} + {who} * {stride}`, line {decl_line}), but each slice is filled "
+            f"only up to `{count}` (line {line}: `{clip(text)}`): the unused rest of every slice is what keeps the "
+            "other blocks off the SM."
+        )
+        by = re.search(rf"\b{re.escape(who)}\s*=\s*([^,;]+)", src)
+        rhs = by.group(1) if by else ""
+        n = (
+            "(blockDim.x / 32)"
+            if re.search(r"threadIdx\.x\s*(>>\s*5|/\s*(32|warpSize))", rhs)
+            else "blockDim.x"
+            if re.fullmatch(r"\s*threadIdx\.x\s*", rhs)
+            else "<slices per block>"
+        )
+        return mech, (
+            f"Size the slices to what they hold: pass `{stride}` = `{count}` and `{n} * {count} * sizeof({typ})` as "
+            f"the third `<<<...>>>` argument (the dynamic shared-memory bytes) instead of {int(size):,} B"
+            f"{_next_limit(c)}."
+        )
+    return None
 
 
 def _sized_to_use(c: Context, mech: str, name: str) -> Text | None:
     """A dynamic shared buffer sized at launch far beyond what the kernel fills: size it to what it uses."""
     size = c.k.value(_DYNAMIC_SMEM)
+    decl = re.search(rf"extern\s+__shared__\s+([\w:]+)\s+{re.escape(name)}\b", strip_comments(c.source))
+    if size and decl is not None and _fill_extent(c.source, name) is None:
+        return _slices(c, mech, name, decl.group(1), size)
     fill = _fill_extent(c.source, name)
     if not size or fill is None or fill[3]:
         return None
@@ -165,6 +202,15 @@ def occupancy(c: Context) -> Text:
             return mech, (
                 f"`{' '.join(first.group(0).split())}`{at} sets the shared memory of each block and with it how few "
                 f"blocks fit on an SM: {c.d.fix[0].lower()}{c.d.fix[1:]}"
+            )
+        dynamic = c.k.value(_DYNAMIC_SMEM)
+        if not c.source and dynamic and 2 * dynamic >= (c.k.shared_mem_per_block or dynamic):
+            return mech, (
+                f"{int(dynamic):,} B of each block's shared memory are dynamic: the launch sets them (the third "
+                "`<<<...>>>` argument, or cudaLaunchKernelEx's dynamicSmemBytes), not the kernel. Pass the bytes the "
+                "block actually addresses; only if the kernel stages its own slice of the data through that buffer, "
+                "give each block a smaller slice. (The report has no source to tell which: profile with "
+                "`--import-source yes` and -lineinfo.)"
             )
     if c.lang in (L.TRITON, L.INDUCTOR):
         if not any(x.mnemonic in ASYNC_COPIES for x in c.k.sass):

@@ -54,7 +54,10 @@ The capture is its first to last event of any kind: for an nsys export the loade
 events it does not model (OS runtime calls from the process's start, before its first CUDA call;
 :attr:`~kprof.timeline_model.Timeline.capture_start_ns`), and the profiler's own time inside the
 process (``PROFILER_OVERHEAD``) is said apart. Advice is worded in the program's language told
-from the capture (:func:`~kprof.diagnose.timeline.words._language`: PyTorch, other Python, compiled CUDA), never decided by it.
+from the capture (:func:`~kprof.diagnose.timeline.words._language`: PyTorch, other Python, compiled CUDA), never decided by it. A launch-bound fix
+leads with batching when each iteration runs one group of several kernels MIN_REPEATS_FOR_BATCHING or
+more times, and names an optimizer's foreach form only when the capture trains; host computation whose
+gaps begin while the host is blocked in a sync (the queue drained on purpose) gets the queue-ahead fix.
 
 Where the mechanism predicts a number, ``expect`` gives it as the target, bounded by the time
 its cause holds: the GPU-busy fraction and wall time with the diagnosed cause's idle time

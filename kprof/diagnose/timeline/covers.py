@@ -129,6 +129,14 @@ _WAIT_NAME = re.compile(
 )
 
 
+def _feeds_the_gpu(name: str | None) -> bool:
+    """Whether the covering operator or range is the work that produces the GPU's next input (data loading,
+    reading input, waiting for a producer, communication): that work cannot be queued behind, only moved."""
+    return bool(name) and any(
+        r.search(name or "") for r in (_DATALOADER_NAME, _MPI_NAME, _IO_NAME, _WAIT_NAME)
+    )
+
+
 def _host_compute_fix(name: str | None, lang: str = PYTORCH) -> tuple[str, str]:
     """(what the host was doing, the fix that fits it), worded by the operator or range that covers the
     idle time and the program's language. Names choose the wording only; the verdict comes from the gaps."""

@@ -14,7 +14,7 @@ from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _steady, _Window
 from kprof.diagnose.timeline.kernels import _Comm, _comm_evidence, _comm_finding, _ncu_commands
-from kprof.diagnose.timeline.sync import _sync_fix
+from kprof.diagnose.timeline.sync import _after_sync_words, _drained_by_sync, _sync_fix
 from kprof.diagnose.timeline.words import PYTHON, PYTORCH, _language, _ms, _pct
 from kprof.model import (
     Bottleneck,
@@ -140,6 +140,8 @@ class _Recoverable:
     fix: str = ""
     metric: str = ""
     label: str = ""
+    note: str = ""
+    """A sentence the mechanism adds after the cause (why the queue was empty when it began)."""
 
 
 def _recoverable(ctx: _Context, w: _Window) -> _Recoverable:
@@ -155,6 +157,10 @@ def _recoverable(ctx: _Context, w: _Window) -> _Recoverable:
     r = _Recoverable(cause, cause_ns, recover)
     if recover:
         r.what, r.fix, r.metric, r.label = _idle_cause_text(ctx, w, cause)
+        cover = _named_cover(ctx, w) if cause == "host_compute" else None
+        blocks = _drained_by_sync(ctx, w, cover.name if cover else None) if cause == "host_compute" else None
+        if blocks is not None:
+            r.note, r.fix = _after_sync_words(ctx, blocks, r.fix)
     return r
 
 
@@ -257,8 +263,10 @@ def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectat
     mech = (
         f"The kernels hold most of {w.scope}, but its GPU queue drains: for {_ms(cause_ns)} "
         f"({_pct(cause_ns / max(w.wall_ns, 1))} of the wall, {_pct(cause_ns / max(w.idle_ns, 1))} of the idle "
-        f"time) the GPU had no work because {r.what}. That time adds to the kernels' time instead of "
-        "overlapping it."
+        f"time) the GPU had no work because {r.what}."
+        + (f" {r.note}" if r.note else "")
+        + " That time adds to the "
+        "kernels' time instead of overlapping it."
     )
     fix = (
         f"{r.fix} That recovers up to {_ms(cause_ns)} of the {_ms(w.wall_ns)} "

@@ -10,6 +10,7 @@ from kprof.diagnose.timeline.covers import _Cover, _host_compute_fix, _named_cov
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _host_sampling, _recapture
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _Window
+from kprof.diagnose.timeline.sync import _after_sync_words, _drained_by_sync
 from kprof.diagnose.timeline.words import _clip_name, _language, _ms, _pct
 from kprof.model import (
     Bottleneck,
@@ -122,6 +123,10 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
     traced = top is not None
     headline, mech = _host_compute_words(w, hc, n, top, what)
+    blocks = _drained_by_sync(ctx, w, top.name if top else None)
+    if blocks is not None:
+        note, fix = _after_sync_words(ctx, blocks, fix)
+        mech += " " + note
     # a loop that waits on its host work does so every iteration; one or two such gaps are one-time work
     # or too little to tell
     few = n < th.MIN_ITERATIONS_FOR_WARMUP_DROP

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 import numpy as np
 
 from kprof import commands
@@ -23,22 +26,73 @@ from kprof.model import (
 )
 
 
-def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
-    """What the steady state launches, in words: "each of its 23 iterations launches 185 kernels, most of them
-    vectorized_elementwise_kernel (104) and gemv2T_kernel (35)"; "" when it cannot be said."""
+def _kernel_counts(ctx: _Context, w: _Window) -> tuple[Sequence[str], np.ndarray, np.ndarray, int] | None:
+    """The steady state's kernels by short name: (short names, name ids, launches of each, steady iterations
+    (0 when not known)); None without kernels."""
     k = ctx.tl.kernels
     if len(k) == 0 or w.kernel_count == 0:
-        return ""
+        return None
     m = (k.device == ctx.gpu.device) & (k.start_ns >= ctx.steady_lo) & (k.start_ns < ctx.steady_hi)
     short = k.short_names or k.names
     first: dict[str, int] = {}
     canon = np.array([first.setdefault(x, i) for i, x in enumerate(short)] or [0], np.int64)
     sid = canon[k.name_id[m]] if m.any() else np.zeros(0, np.int64)
     if len(sid) == 0:
-        return ""
+        return None
     ids, counts = np.unique(sid, return_counts=True)
-    order = np.argsort(-counts, kind="stable")[:2]
     n_it = len(ctx.its) - ctx.its.warmup if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else 0
+    return short, ids, counts, n_it
+
+
+def _repeated_group(ctx: _Context, w: _Window) -> tuple[int, int, int] | None:
+    """(distinct kernels in the group, kernels in the group, repeats) when each steady iteration runs one group
+    of kernels MIN_REPEATS_FOR_BATCHING or more times: the median count per iteration of every kernel that runs
+    more than once per iteration shares that factor, and those kernels are most of the iteration's; None
+    otherwise. Counts are per iteration window (median over the steady ones), so a window edge that splits an
+    iteration does not blur them."""
+    k = ctx.tl.kernels
+    starts, ends = ctx.its.windows
+    lo_i = ctx.its.warmup if len(ctx.its) >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else len(ctx.its)
+    if len(k) == 0 or len(starts) - lo_i < th.MIN_ITERATIONS_FOR_WARMUP_DROP:
+        return None
+    short = k.short_names or k.names
+    first: dict[str, int] = {}
+    canon = np.array([first.setdefault(x, i) for i, x in enumerate(short)] or [0], np.int64)
+    m = (k.device == ctx.gpu.device) & (k.start_ns >= starts[lo_i]) & (k.start_ns < ends[-1])
+    it = np.searchsorted(starts, k.start_ns[m], side="right") - 1 - lo_i
+    sid = canon[k.name_id[m]]
+    ok = it >= 0
+    n_it = len(starts) - lo_i
+    grid = np.zeros((n_it, len(short)), np.int64)
+    np.add.at(grid, (it[ok], sid[ok]), 1)
+    per = np.median(grid, axis=0).round().astype(np.int64)
+    rep = per[per >= 2]
+    if len(rep) == 0 or rep.sum() < th.DOMINANT_SHARE * max(int(per.sum()), 1):
+        return None
+    r = int(np.gcd.reduce(rep))
+    return (len(rep), int(rep.sum()) // r, r) if r >= th.MIN_REPEATS_FOR_BATCHING else None
+
+
+_TRAINING_NAME = re.compile(r"backward|_bwd|autograd|optimizer|multi_tensor_apply|adam|sgd", re.IGNORECASE)
+
+
+def _training(ctx: _Context) -> bool:
+    """Whether the capture shows a training step (backward kernels or operators, an optimizer): the names
+    choose the words of the fix only."""
+    tl = ctx.tl
+    names = [*tl.kernels.names, *(tl.host_ops.names if len(tl.host_ops) else ()), *tl.ranges.names]
+    return any(_TRAINING_NAME.search(n) for n in names)
+
+
+def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
+    """What the steady state launches, in words: "each of its 23 iterations launches 185 kernels, most of them
+    vectorized_elementwise_kernel (104) and gemv2T_kernel (35)"; "" when it cannot be said."""
+    kc = _kernel_counts(ctx, w)
+    if kc is None:
+        return ""
+    short, ids, counts, n_it = kc
+    sid_len = int(counts.sum())
+    order = np.argsort(-counts, kind="stable")[:2]
     div = max(n_it, 1)
 
     def per(x: float) -> str:  # whole launches per iteration; "about" when the window's edges split one
@@ -49,9 +103,9 @@ def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
         f"{_clip_name(short[int(ids[o])], 60)} ({per(float(counts[o]))})" for o in order.tolist()
     )
     if n_it:
-        each = f"{ctx.its.period_launches:,}" if ctx.its.kind == REPEATED_WORK else per(float(len(sid)))
+        each = f"{ctx.its.period_launches:,}" if ctx.its.kind == REPEATED_WORK else per(float(sid_len))
         return f"each of its {n_it:,} iterations launches {each} kernels, most of them {top}"
-    return f"it launches {len(sid):,} kernels, most of them {top}"
+    return f"it launches {sid_len:,} kernels, most of them {top}"
 
 
 def _launch_evidence(w: _Window) -> list[Evidence]:
@@ -113,7 +167,14 @@ def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
         f"after the GPU had gone idle, and most of that host time is {where}."
         + (f" In the steady state {what}." if what else "")
     )
-    if _language(ctx.tl) == NATIVE:
+    return headline, mech, _launch_fix(ctx, w)
+
+
+def _launch_fix(ctx: _Context, w: _Window) -> str:
+    """Fewer, larger launches, in the program's language: batching first when each iteration repeats one
+    group of several kernels, the optimizer's foreach advice only when the capture trains."""
+    native = _language(ctx.tl) == NATIVE
+    if native:
         fix = (
             "Capture the loop body once as a CUDA graph (cudaStreamBeginCapture/cudaStreamEndCapture, "
             "cudaGraphInstantiate) and replay it with one cudaGraphLaunch per iteration; alternatively fuse "
@@ -123,10 +184,30 @@ def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
         fix = (
             "Capture the loop body as a CUDA graph (torch.compile(mode='reduce-overhead'), or torch.cuda.CUDAGraph "
             "with static input tensors) so one launch replays all its kernels; alternatively fuse the elementwise "
-            "chains (torch.compile; a foreach/fused optimizer: torch.optim.SGD(foreach=True) or fused=True), or "
-            "batch more work per launch."
+            "chains (torch.compile"
+            + (
+                "; a foreach/fused optimizer: torch.optim.SGD(foreach=True) or fused=True"
+                if _training(ctx)
+                else "; the torch._foreach_* ops where one operation runs over many tensors"
+            )
+            + "), or batch more work per launch."
         )
-    return headline, mech, fix
+    group = _repeated_group(ctx, w)
+    if group is None or group[0] < 2:
+        return fix  # one kernel many times: a chain to fuse or a per-tensor loop, which the fix above names
+    _distinct, g, r = group
+    how = (
+        "launch one kernel over all the pieces (a larger grid, or a batched library call such as "
+        "cublasGemmStridedBatched) instead of one launch per piece"
+        if native
+        else f"make one call on the stacked input instead of {r} (net(x) on the whole batch rather than "
+        "net(x[j:j + 1]) in a loop)"
+    )
+    return (
+        f"Each iteration runs the same {g} kernels {r} times: if these are independent calls (one sample or chunk "
+        f"at a time) and not consecutive layers, {how}, which divides their launches by {r}. Otherwise: "
+        f"{fix[0].lower() + fix[1:]}"
+    )
 
 
 def _launch_expect(w: _Window) -> tuple[Expectation, ...]:
@@ -142,7 +223,7 @@ def _launch_expect(w: _Window) -> tuple[Expectation, ...]:
             value_now=round(w.busy_fraction, 4),
             target=round(w.busy_ns / max(wall_after, 1), 3),
             label="GPU-busy fraction (without the host-caused idle time; kernels still "
-            f"{_ms(th.GRAPH_KERNEL_GAP_NS)} apart, as in a CUDA graph)",
+            f"{_ms(th.GRAPH_KERNEL_GAP_NS)} apart, the largest gap measured inside CUDA graphs on the H200)",
         ),
         Expectation(
             metric="launch_count",

@@ -7,7 +7,9 @@ import re
 import numpy as np
 
 from kprof import thresholds as th
+from kprof.diagnose import intervals as iv
 from kprof.diagnose.timeline.context import _Context
+from kprof.diagnose.timeline.covers import _feeds_the_gpu
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys, _recapture
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _LaunchingOps, _Window
@@ -160,6 +162,50 @@ def _sync_fix(ctx: _Context) -> tuple[str, str]:
     )
     fix = _SYNC_KINDS[top][2 if native else 1]
     return fix[0].upper() + fix[1:] + ".", what
+
+
+def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None:
+    """What blocks the host (:data:`_SYNC_KINDS` words) when most of the host-compute idle time falls in gaps
+    that begin while the host is blocked in a sync: the host waited for the GPU's queue to empty and only
+    then ran its own code, so nothing was queued behind it. None otherwise, and None when the code that covers
+    the gaps (``cover``) produces the GPU's next input (a DataLoader, reading input): the next step's work
+    needs it, so it can only be moved off the critical path, which its own fix says."""
+    gs, ge = w.host_compute_gaps
+    if len(gs) == 0 or len(ctx.blocking[0]) == 0 or _feeds_the_gpu(cover):
+        return None
+    slack = (ctx.blocking[0], ctx.blocking[1] + th.CLOCK_ALIGNMENT_SLACK_NS)
+    inside = iv.containing(slack, gs) >= 0
+    if int((ge - gs)[inside].sum()) < th.DOMINANT_SHARE * int((ge - gs).sum()):
+        return None
+    kinds = _sync_kinds(ctx)
+    return _SYNC_KINDS[kinds[0][0]][0] if kinds else "a blocking call"
+
+
+def _after_sync_words(ctx: _Context, blocks: str, otherwise: str) -> tuple[str, str]:
+    """(mechanism sentence, fix) for host computation that starts only after a sync drained the GPU's queue.
+    The capture cannot tell whether that code prepares the next step's input; if it does, ``otherwise`` (the
+    fix that moves it off the critical path) applies, and the fix says so."""
+    mech = (
+        f"These gaps begin while the host is blocked in {blocks}: it waits until the GPU's queue is empty and only "
+        "then runs this code, so no GPU work is queued behind it."
+    )
+    if _language(ctx.tl) == NATIVE:
+        fix = (
+            "Queue GPU work before the host code: issue the next iteration's launches that do not need the data read "
+            "back before running it, or copy that data with cudaMemcpyAsync into pinned memory, record an event "
+            "(cudaEventRecord) and wait on it (cudaEventSynchronize) only where the host needs it."
+        )
+    else:
+        fix = (
+            "Queue GPU work before the host code: launch the next step's work that does not need what the host reads "
+            "back (its forward pass, for example) before running this code, or read it back without blocking (copy "
+            "into a pinned buffer with non_blocking=True, record a torch.cuda.Event, and synchronize on that event "
+            "only where the host needs the value), so the GPU has work while the host computes."
+        )
+    return (
+        mech,
+        f"{fix} If this code prepares the next step's input instead: {otherwise[0].lower() + otherwise[1:]}",
+    )
 
 
 def _sync_evidence(ctx: _Context, w: _Window) -> list[Evidence]:

@@ -11,6 +11,7 @@ from kprof.facts.names import (
     GLD_REQUESTS,
     GRED_REQUESTS,
     GST_REQUESTS,
+    L2_ATOMIC_MISSES,
     L2_ATOMIC_REQUESTS,
     L2_ATOMIC_SECTORS,
 )
@@ -68,10 +69,17 @@ def _address_sentence(f: KernelFacts) -> str:
         return ""
     per_instr, sectors = lanes
     if distinct_addresses(f.k):
+        misses = sum_present(f.k, L2_ATOMIC_MISSES)
+        few = (
+            f" the {int(misses)} sectors ({-(-int(misses) // 4)} lines of 128 B) that all the atomics touch "
+            "(their L2 misses)"
+            if misses
+            else " the same few addresses"
+        )
         return (
             f" Here the lanes of a warp update different addresses: each warp-wide atomic reaches the L2 as "
             f"{per_instr:.3g} requests of {sectors:.3g} sectors on average (32 lanes on one address would arrive as "
-            "32 one-sector requests), so the updates collide between warps, all updating the same few addresses."
+            f"32 one-sector requests), so the updates collide between warps, every warp of the grid updating{few}."
         )
     if abs(per_instr - th.WARP_SIZE) <= th.COUNT_MATCH_TOLERANCE * th.WARP_SIZE:
         return (
@@ -184,10 +192,47 @@ def _expect(f: KernelFacts, atom: float | None, savings: float, hot: bool) -> li
     When one slice is hot and the fix cuts the same-address updates to one per warp, those updates, applied one
     after another at that slice, set the pace of the whole kernel: the time falls with their number (never below
     the floor of the rest of its traffic, :func:`time_expectation`), not only by the stall share."""
+    if distinct_addresses(f.k):
+        return with_duration(f, _privatized_updates(f), savings)
     updates = _l2_updates(f, atom)
     if hot and updates and updates[0].value_now and updates[0].target is not None:
         savings = max(savings, 1.0 - float(updates[0].target) / float(updates[0].value_now))
     return with_duration(f, updates, savings)
+
+
+_SECTORS_PER_LINE = 4
+"""32-byte sectors per 128-byte L2 line: one warp's RED over 32 consecutive 4-byte elements is one request."""
+_PRIVATE_BYTES = 48 * 1024
+"""Static shared memory a block may declare without opting in (the CUDA C++ Programming Guide): a per-block copy
+larger than this needs the opt-in or does not fit, and no count is predicted."""
+
+
+def _privatized_updates(f: KernelFacts) -> list[Expectation]:
+    """The L2 atomic requests after per-block privatization, when the lanes update different addresses.
+
+    ncu empties the L2 before each replay pass, so each distinct sector the atomics touch misses once: the L2
+    misses of the atomics are the target array's footprint (class_sum_atomic: 40 sectors, its 320 floats). After
+    privatization each block adds its copy once, a warp per 32 consecutive elements, one request per 128-byte line:
+    blocks x lines. No count without the misses, or when the footprint would not fit in a block's shared memory."""
+    l2_ops = sum_present(f.k, L2_ATOMIC_REQUESTS)
+    misses = sum_present(f.k, L2_ATOMIC_MISSES)
+    blocks = f.k.blocks
+    if not l2_ops or not misses or not blocks or misses * 32 > _PRIVATE_BYTES:
+        return []
+    target = blocks * -(-misses // _SECTORS_PER_LINE)
+    if target >= l2_ops:
+        return []
+    return [
+        Expectation(
+            metric="derived:l2_atomic_requests",
+            direction=Direction.DOWN,
+            target=round(target, 0),
+            unit="requests",
+            value_now=int(l2_ops),
+            label=f"atomic update requests at L2 (the {int(misses)} sectors the atomics touch, added once per block "
+            "after privatization)",
+        )
+    ]
 
 
 def _l2_updates(f: KernelFacts, atom: float | None) -> list[Expectation]:
