@@ -289,3 +289,33 @@ def test_int8_imma_gemm_with_sass_reads_the_same() -> None:
     assert d.bottleneck is B.TENSOR_CORE_BOUND and d.verdict is Verdict.FIX, d.headline
     assert B.INSTRUCTION_BOUND not in _fired(d)
     assert "IGMMA" in d.fix, d.fix
+
+
+def test_pipelining_fix_follows_the_language_and_the_architecture() -> None:
+    """CUDA C++ on sm_80+: cp.async or TMA stages; before sm_80 (no cp.async): register double buffering; Triton:
+    num_stages and BLOCK_K, never 'lower num_stages'."""
+    from kprof.diagnose.fixes import Context
+    from kprof.diagnose.fixes.roof import latency
+    from kprof.diagnose.language import Language, Origin
+
+    k, d = _launch(POOR), _diag(POOR)
+    cuda = Origin(Language.CUDA)
+    _, hopper = latency(Context(k=k, d=d, origin=cuda, where=d.where, sm=90))
+    _, turing = latency(Context(k=k, d=d, origin=cuda, where=d.where, sm=75))
+    _, triton = latency(Context(k=k, d=d, origin=Origin(Language.TRITON), where=d.where, sm=90))
+    assert hopper and "cp.async" in hopper and "TMA" in hopper and "line 37" in hopper
+    assert turing and "through registers" in turing and "memcpy_async" not in turing
+    assert triton and "num_stages=3" in triton and "Do not lower num_stages" in triton
+
+
+def test_triton_occupancy_fix_lowers_num_stages_only_when_the_sass_has_async_copies() -> None:
+    from kprof.diagnose.fixes import Context
+    from kprof.diagnose.fixes.launch import occupancy
+    from kprof.diagnose.language import Language, Origin
+
+    triton = Origin(Language.TRITON)
+    good = VAL / "blind4" / "triton_mm_good.ncu-rep.gz"
+    _, without = occupancy(Context(k=_launch(POOR), d=_diag(POOR), origin=triton, where=(), sm=90))
+    _, with_async = occupancy(Context(k=_launch(good), d=_diag(good), origin=triton, where=(), sm=90))
+    assert without and "num_stages" not in without  # no LDGSTS/UTMALDG: num_stages is already 1
+    assert with_async and "lower num_stages" in with_async

@@ -369,7 +369,8 @@ def fp64_promotion(c: Context, p: Fp64Promotion) -> Text:
                 f"Keep the arithmetic in FP32: {edits}"
                 + (f" (and {len(changes) - 3} more)" if len(changes) > 3 else "")
                 + ". Then nvcc emits the FP32 routines (FFMA polynomials, MUFU.EX2/LG2) and no F2F conversion; "
-                "`-use_fast_math` (or `__expf`, `__logf`) shortens them further where the accuracy allows."
+                "`-use_fast_math` (or `__expf`, `__logf`) shortens them further where the accuracy allows. Keep "
+                "a double only where FP64 is deliberate (a long running sum's accumulator)."
             )
         return mech, (
             "Keep the arithmetic in FP32: float constants (`1.0f`) and variables, and the FP32 functions (`expf`, "

@@ -87,6 +87,14 @@ def _pipeline_fix(c: Context) -> str | None:
             + "; on sm_90, tensor descriptors (`tl.make_tensor_descriptor`) let TMA fetch the tiles. Do not lower "
             "num_stages or add warps: the tile, not occupancy, sets the warps per SM."
         )
+    if c.is_cuda and c.sm is not None and c.sm < 80:
+        # no cp.async before sm_80: the loads of the next tile overlap the MMAs through registers
+        return (
+            f"Double-buffer the k-loop at {ref} through registers (sm_{c.sm} has no cp.async): issue the LDGs of "
+            "tile k+1 into registers before the MMAs of tile k, store them to the other of two shared-memory "
+            "buffers after those MMAs, and synchronise once per iteration, so the loads are in flight while the "
+            "tensor cores work."
+        )
     if c.is_cuda:
         return (
             f"Double-buffer the k-loop at {ref}: allocate 2-3 shared-memory stages per operand and load the tile of "

@@ -81,7 +81,8 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
         fix=(
             "Keep the arithmetic in FP32: float constants and variables (`1.0f`, `float beta`), the FP32 functions "
             "(`expf`, `log1pf`, `tanhf`; or `__expf` and `-use_fast_math` where the accuracy allows); in Triton or "
-            "PyTorch, compute in the tensors' float32 dtype."
+            "PyTorch, compute in the tensors' float32 dtype. Keep FP64 only where it is deliberate (a long running sum's "
+            "accumulator)."
         ),
         expect=with_duration(f, expect, savings, FIX_UNIT),
         confidence=th.CONFIDENCE_CONSISTENT,
