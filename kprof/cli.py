@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -328,6 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
+    started = time.time()
     try:
         return int(args.func(args))
     except KprofInputError as exc:
@@ -338,16 +340,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         _quiet_shutdown()
+        sweep_after_interrupt(started)
         _err("interrupted")
         return 130
     except _Terminated:
         _quiet_shutdown()
+        sweep_after_interrupt(started)
         _err("terminated")
         return 143
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # a bug: one line, not a traceback (KPROF_DEBUG=1 shows it)
         return _internal(f"kprof {args.command}", exc)
+
+
+def sweep_after_interrupt(started: float) -> None:
+    """Remove what this run's helper processes left in the temporary folder (kprof.lifetime)."""
+    from kprof.lifetime import sweep_after_interrupt as sweep
+
+    sweep(started)
 
 
 def _quiet_shutdown() -> None:

@@ -157,4 +157,40 @@ def remove_stale_temporaries(before: float | None = None) -> list[Path]:
 
 _CLEANED = False
 
-__all__ = ["die_with_parent", "hold", "owned_tempdir", "remove_stale", "remove_stale_temporaries"]
+
+def sweep_after_interrupt(started: float, wait_s: float = 5.0) -> None:
+    """After Ctrl-C or SIGTERM: remove the temporary folders this run's helper processes made.
+
+    The notebook workers are stopped as the run unwinds, but their Jupyter kernels notice a second
+    later (ipykernel's parent poller) and the ``.ncu-rep`` readers go with them; they exit without
+    removing their ``kprof-ncu-*`` folders. This waits (at most ``wait_s``) until no kprof temporary
+    made since ``started`` is still held by a live process, removing each one whose owner is gone, so
+    the interrupted run leaves nothing behind. Folders that a live process still holds (another kprof
+    running at the same time) are left alone. Tidying only: errors and a second signal end it quietly.
+    """
+    deadline = time.monotonic() + wait_s
+    tmp = Path(tempfile.gettempdir())
+    try:
+        while True:
+            remove_stale(tmp, TEMP_PATTERNS, time.time() + 1.0)
+            young = []
+            for pattern in TEMP_PATTERNS:
+                for p in tmp.glob(pattern):
+                    with contextlib.suppress(OSError):
+                        if p.lstat().st_mtime >= started - 1.0:  # file times: 1 s granularity
+                            young.append(p)
+            if not young or time.monotonic() >= deadline:
+                return
+            time.sleep(0.1)
+    except BaseException:  # a second Ctrl-C or SIGTERM while tidying: stop tidying
+        return
+
+
+__all__ = [
+    "die_with_parent",
+    "hold",
+    "owned_tempdir",
+    "remove_stale",
+    "remove_stale_temporaries",
+    "sweep_after_interrupt",
+]
