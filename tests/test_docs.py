@@ -235,7 +235,9 @@ def test_every_sample_and_corpus_diagnosis_validates() -> None:
         checked += len(doc["diagnoses"])
         verdicts |= {d["verdict"] for d in doc["diagnoses"]}
     assert checked >= 50
-    assert verdicts == {"fix", "healthy", "inconclusive"}  # each branch of the schema met real data
+    # each branch of the schema met real data; the shipped samples are all fix or healthy, the
+    # corpus's partial and damaged reports bring the inconclusive branch (absent on a fresh clone)
+    assert verdicts == {"fix", "healthy"} | ({"inconclusive"} if CORPUS.is_dir() else set())
 
 
 def _pairs() -> list[tuple[Path, Path]]:
