@@ -161,21 +161,28 @@ def test_report_interrupted_during_the_notebooks_leaves_nothing(tmp_path: Path) 
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) while the notebook's kernel runs:
     exit 130 with one line, no report, no temporary file, no kernel process left running."""
     out = tmp_path / "report.html"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kprof", "report", str(NSYS_SQLITE), "-o", str(out)],
-        cwd=REPO,
-        env=child_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    kernels: list[int] = []
-    deadline = time.monotonic() + 120
-    while not kernels and proc.poll() is None and time.monotonic() < deadline:
-        kernels = [c for c in _descendants(proc.pid) if b"ipykernel" in _cmdline(c)]
-        time.sleep(0.05)
-    assert kernels, "no notebook kernel started"
-    time.sleep(1.5)  # the kernel is up and running the notebook's cells
+    for _attempt in range(3):  # under load the one-notebook report can finish before the signal
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kprof", "report", str(NSYS_SQLITE), "-o", str(out)],
+            cwd=REPO,
+            env=child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        kernels: list[int] = []
+        deadline = time.monotonic() + 120
+        while not kernels and proc.poll() is None and time.monotonic() < deadline:
+            kernels = [c for c in _descendants(proc.pid) if b"ipykernel" in _cmdline(c)]
+            time.sleep(0.05)
+        assert kernels, "no notebook kernel started"
+        time.sleep(1.0)  # the kernel is up and running the notebook's cells
+        if proc.poll() is None:  # still running: the signal lands in the notebooks
+            break
+        proc.communicate()
+        out.unlink(missing_ok=True)  # finished first: this attempt tells nothing, run again
+    else:
+        pytest.fail("the report finished before Ctrl-C three times: the test never interrupted it")
     os.killpg(proc.pid, signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=60)
