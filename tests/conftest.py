@@ -40,3 +40,18 @@ def manifest_entries(kind_prefix: str) -> list[dict]:
     data = json.loads(m.read_text())
     entries = data["files"] if isinstance(data, dict) and "files" in data else data
     return [e for e in entries if str(e.get("kind", "")).startswith(kind_prefix)]
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """Each test leaves SIGINT and SIGTERM as it found them: a handler left at SIG_IGN by code run
+    in-process would be inherited by the kprof processes later tests start (Python installs its
+    KeyboardInterrupt handler only when SIGINT is not ignored at start-up), and their Ctrl-C tests
+    would then see a report that never stops."""
+    import signal
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, h in saved.items():
+        if signal.getsignal(s) is not h and h is not None:
+            signal.signal(s, h)

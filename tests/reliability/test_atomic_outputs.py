@@ -157,6 +157,10 @@ def _cmdline(pid: int) -> bytes:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the notebook's kernel through /proc")
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_report_interrupted_during_the_notebooks_leaves_nothing(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) while the notebook's kernel runs:
     exit 130 with one line, no report, no temporary file, no kernel process left running."""
@@ -169,6 +173,7 @@ def test_report_interrupted_during_the_notebooks_leaves_nothing(tmp_path: Path) 
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_default_sigint,  # as from a terminal, whatever the test process ignores
         )
         kernels: list[int] = []
         deadline = time.monotonic() + 120
