@@ -35,6 +35,7 @@ from typing import IO, Any
 import numpy as np
 
 from kprof.errors import KprofInputError
+from kprof.io.files import GZIP_MAGIC
 from kprof.timeline_model import (
     MEM_DEVICE,
     MEM_MANAGED,
@@ -187,7 +188,7 @@ def _open(p: Path) -> IO[bytes]:
     try:
         with open(p, "rb") as raw:
             magic = raw.read(2)
-        if magic == b"\x1f\x8b":
+        if magic == GZIP_MAGIC:
             return gzip.open(p, "rb")  # type: ignore[return-value]
         return open(p, "rb")
     except OSError as exc:
