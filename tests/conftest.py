@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+# The tests read reports with ncu_report, not from the cache of earlier reads (kprof/io/ncu_cache.py):
+# the reader's behaviour on each file is what they check. tests/io/test_ncu_cache.py turns it on.
+# Set here, at collection, so that every kprof process a test starts inherits it.
+os.environ["KPROF_CACHE"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "data" / "samples"

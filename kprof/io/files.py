@@ -161,8 +161,17 @@ __all__ = [
     "GZIP_MAGIC",
     "NCU_MAGIC",
     "SQLITE_MAGIC",
+    "cache_dir",
     "check_readable_file",
     "decompressed",
     "detect_format",
     "is_gzipped_name",
 ]
+
+
+def cache_dir() -> Path:
+    """kprof's cache folder: ``$KPROF_CACHE_DIR`` or ``~/.cache/kprof``. It holds the SQLite exports of
+    ``.nsys-rep`` reports (:mod:`kprof.io.nsys`) and, under ``ncu/``, the reads of ``.ncu-rep`` reports
+    (:mod:`kprof.io.ncu_cache`); never anything beside the user's files."""
+    env = os.environ.get("KPROF_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "kprof"

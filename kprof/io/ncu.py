@@ -172,17 +172,25 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     if not _ncu_report_available():
         raise _missing_module()
     check_report_structure(p)
-    if _isolated():
-        return _load_in_child(p)
-    return _load_in_process(p)
+    from kprof.io import ncu_cache
+
+    entry = ncu_cache.entry_path(p)
+    cached = ncu_cache.get(entry, p)
+    if cached is not None:
+        return cached
+    printed: list[str] = []
+    prof = _load_in_child(p, printed) if _isolated() else _load_in_process(p, printed)
+    if not printed:  # what ncu_report said on this read would not be said again on a cached one
+        ncu_cache.put(entry, prof)
+    return prof
 
 
 @contextlib.contextmanager
-def _native_stderr(complaints: list[str]) -> Iterator[None]:
+def _native_stderr(complaints: list[str], printed: list[str] | None = None) -> Iterator[None]:
     """Keep what native code prints on stderr (file descriptor 2) off the terminal while it runs.
 
     ncu_report's protobuf library logs unreadable messages there; those go to ``complaints``.
-    Anything else is written back to stderr afterwards.
+    Anything else is written back to stderr afterwards (and to ``printed``).
     """
     try:
         sys.stderr.flush()
@@ -210,6 +218,8 @@ def _native_stderr(complaints: list[str]) -> Iterator[None]:
                     other.append(line)
             if other:
                 print("\n".join(other), file=sys.stderr, flush=True)
+                if printed is not None:
+                    printed.extend(other)
 
 
 def _with_complaints(exc: KprofInputError, complaints: list[str]) -> KprofInputError:
@@ -219,10 +229,10 @@ def _with_complaints(exc: KprofInputError, complaints: list[str]) -> KprofInputE
     return KprofInputError(exc.path, f"{exc.reason} (ncu_report could not parse its {', '.join(types)})")
 
 
-def _load_in_process(p: str) -> KernelProfile:
+def _load_in_process(p: str, printed: list[str] | None = None) -> KernelProfile:
     complaints: list[str] = []
     try:
-        with _native_stderr(complaints):
+        with _native_stderr(complaints, printed):
             return _read_report(p)
     except KprofInputError as exc:
         raise _with_complaints(exc, complaints) from None
@@ -312,8 +322,8 @@ def _reader() -> _Reader:
         return _READER
 
 
-def _load_in_child(p: str) -> KernelProfile:
-    return _reader().load(p, WORKER_IDLE_S)
+def _load_in_child(p: str, printed: list[str] | None = None) -> KernelProfile:
+    return _reader().load(p, WORKER_IDLE_S, printed)
 
 
 __all__ = [

@@ -140,8 +140,9 @@ class _Reader:
         self.log.seek(start)
         return self.log.read().decode("utf-8", "replace").splitlines()
 
-    def load(self, p: str, idle_s: float) -> KernelProfile:
-        """Read ``p`` in the reader process (started when none runs; it leaves after ``idle_s`` without a request)."""
+    def load(self, p: str, idle_s: float, printed: list[str] | None = None) -> KernelProfile:
+        """Read ``p`` in the reader process (started when none runs; it leaves after ``idle_s`` without a
+        request). What the process printed while it read (passed on to stderr) is added to ``printed``."""
         remove_stale_temporaries()  # what killed runs left (once per process)
         with self.lock, owned_tempdir("kprof-ncu-") as tmp:
             out = os.path.join(tmp, "result.pickle")
@@ -167,6 +168,8 @@ class _Reader:
             said = [ln for ln in self._stderr(start) if ln.strip() and not ln.startswith(_MODULE_MARK)]
             if said:
                 print("\n".join(said), file=sys.stderr, flush=True)
+                if printed is not None:
+                    printed.extend(said)
             with open(out, "rb") as f:
                 kind, value = pickle.load(f)  # written just now by our own child
         if kind == "ok":

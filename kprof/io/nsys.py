@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from kprof.errors import KprofInputError
+from kprof.io.files import cache_dir as cache_dir
 from kprof.io.nsys_db import (
     _IN_BATCH as _IN_BATCH,
 )
@@ -210,12 +211,6 @@ def _tool_version(version: str, schema: str) -> str:
     if schema:
         tool += f" (export schema {schema})"
     return tool
-
-
-def cache_dir() -> Path:
-    """Where converted ``.nsys-rep`` exports are kept: ``$KPROF_CACHE_DIR`` or ``~/.cache/kprof``."""
-    env = os.environ.get("KPROF_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "kprof"
 
 
 def export_command(path: str | os.PathLike[str], output: str | os.PathLike[str] | None = None) -> str:

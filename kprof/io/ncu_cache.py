@@ -1,0 +1,197 @@
+"""The cache of read ``.ncu-rep`` reports: a report kprof has read once is not read by ncu_report again.
+
+Reading a report costs far more than diagnosing it. ncu_report's SASS disassembler alone needs 0.24-0.48 s
+to start in each process (measured on A10G and H200 reports), a ``kprof diagnose`` of a one-launch report
+spends about 80% of its time in the reader, and a 154-launch report takes tens of seconds. What the
+reader returns (a :class:`~kprof.kernel_model.KernelProfile`: metrics, units, rules, SASS, source) depends
+only on the report's bytes and on the code that reads them, so it is kept, pickled, under
+``$KPROF_CACHE_DIR/ncu`` (default ``~/.cache/kprof/ncu``: the folder of the nsys export cache) and the
+next load of the same bytes unpickles it.
+
+- **Key**: a BLAKE2b digest of the report's bytes (after decompression of ``.gz``), of the source of the
+  modules that read it (:data:`READER_MODULES`: a kprof whose reader changed never reuses an older
+  reader's result) and of the ncu_report version. Renaming or copying a report keeps its entry; any
+  change of a byte does not.
+- **What is kept**: clean reads only. A read on which ncu_report printed anything (warnings that a later
+  run would not repeat) or that failed is never cached.
+- **Writes** go to a temporary name and are renamed, so a reader never sees half an entry; an entry that
+  does not unpickle (cut short, from another Python) is removed and the report read again.
+- **Size**: after each write the oldest entries (by last use) are removed until the folder holds at most
+  :data:`MAX_BYTES_DEFAULT` (``$KPROF_CACHE_MAX_MB`` to change it).
+- **Trust**: an entry is a pickle, so it is used only when this user owns it and its folder and nobody
+  else can write either (a ``$KPROF_CACHE_DIR`` shared with others is ignored, not trusted).
+- **Off**: ``KPROF_CACHE=0``. A cache folder that cannot be created or written is not an error: the
+  report is read as if there were no cache.
+
+The user's report is only ever read (the cache lives in the cache folder, never beside the report).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import tempfile
+import time
+from pathlib import Path
+
+from kprof.io.files import cache_dir
+from kprof.kernel_model import KernelProfile
+
+CACHE_ENV = "KPROF_CACHE"
+"""``0`` (or ``no``, ``off``, ``false``) turns the cache of read reports off."""
+
+MAX_MB_ENV = "KPROF_CACHE_MAX_MB"
+
+MAX_BYTES_DEFAULT = 512 * 2**20
+"""The folder's size cap. A pickled one-launch report is 0.1-1 MB (it holds every metric and the SASS
+with its per-PC counters); a 154-launch A100 report about 30 MB."""
+
+FORMAT = 1
+"""Bumped when what an entry holds changes shape."""
+
+READER_MODULES = ("ncu.py", "ncu_action.py", "ncu_structure.py", "ncu_reader.py", "ncu_cache.py")
+"""The modules (in ``kprof/io``) whose code decides what a read returns, with ``kprof/kernel_model.py``."""
+
+_CHUNK = 1 << 20
+
+
+def enabled() -> bool:
+    return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "no", "off", "false")
+
+
+def folder() -> Path:
+    return cache_dir() / "ncu"
+
+
+_READER_DIGEST: str | None = None
+
+
+def _reader_digest() -> str:
+    """The digest of the reader's own code and of ncu_report's version (computed once per process)."""
+    global _READER_DIGEST
+    if _READER_DIGEST is None:
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"format {FORMAT}\0".encode())
+        here = Path(__file__).resolve().parent
+        for name in (*READER_MODULES, "../kernel_model.py"):
+            with contextlib.suppress(OSError):
+                h.update(name.encode() + b"\0" + (here / name).read_bytes())
+        try:
+            from importlib.metadata import version
+
+            h.update(("ncu_report " + version("ncu-report")).encode())
+        except Exception:  # not installed as a distribution (a module on the path): its file stands in
+            with contextlib.suppress(Exception):
+                import ncu_report
+
+                st = os.stat(getattr(ncu_report, "__file__", "") or "")
+                h.update(f"ncu_report {st.st_size} {st.st_mtime_ns}".encode())
+        _READER_DIGEST = h.hexdigest()
+    return _READER_DIGEST
+
+
+def entry_path(report: str | os.PathLike[str]) -> Path | None:
+    """The cache entry for the bytes of ``report`` (None when the cache is off or the file unreadable)."""
+    if not enabled():
+        return None
+    h = hashlib.blake2b(digest_size=20)
+    h.update(_reader_digest().encode())
+    try:
+        with open(report, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+    except OSError:
+        return None
+    return folder() / f"{h.hexdigest()}.pickle"
+
+
+def get(entry: Path | None, source: str) -> KernelProfile | None:
+    """The cached read (its ``source`` set to ``source``), or None; a damaged entry is removed."""
+    if entry is None:
+        return None
+    try:
+        with open(entry, "rb") as f:
+            if not _private(os.fstat(f.fileno())) or not _private(os.stat(entry.parent)):
+                return None  # someone else could have written it: unpickling it could run their code
+            prof = pickle.load(f)  # written by this user's kprof, in a folder only this user can write
+    except FileNotFoundError:
+        return None
+    except Exception:  # cut short, another Python's pickle, not ours: read the report again
+        with contextlib.suppress(OSError):
+            entry.unlink()
+        return None
+    if not isinstance(prof, KernelProfile):
+        with contextlib.suppress(OSError):
+            entry.unlink()
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(entry)  # its last use: the eviction order
+    import dataclasses
+
+    return dataclasses.replace(prof, source=source)
+
+
+def _private(st: os.stat_result) -> bool:
+    """Owned by this user and writable by nobody else (POSIX; elsewhere, owned is not checked)."""
+    getuid = getattr(os, "getuid", None)
+    return (getuid is None or st.st_uid == getuid()) and not st.st_mode & 0o022
+
+
+def put(entry: Path | None, prof: KernelProfile) -> None:
+    """Keep ``prof`` as ``entry`` (quietly nothing when the folder cannot be written)."""
+    if entry is None:
+        return
+    from kprof.io.ncu_reader import _dump
+
+    tmp: str | None = None
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not _private(os.stat(entry.parent)):
+            return  # get() would not trust what is written here
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
+        with os.fdopen(fd, "wb") as f:
+            _dump(prof, f)
+        os.replace(tmp, entry)
+        tmp = None
+        _trim(entry.parent)
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def max_bytes() -> int:
+    try:
+        return int(float(os.environ[MAX_MB_ENV]) * 2**20)
+    except (KeyError, ValueError):
+        return MAX_BYTES_DEFAULT
+
+
+def _trim(where: Path) -> None:
+    """Remove the least recently used entries until the folder holds at most :func:`max_bytes`, and
+    temporary files that a killed writer left more than an hour ago."""
+    now = time.time()
+    entries: list[tuple[float, int, Path]] = []
+    for p in where.iterdir():
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        if p.name.startswith(".tmp-"):
+            if now - st.st_mtime > 3600:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+            continue
+        if p.suffix == ".pickle":
+            entries.append((st.st_mtime, st.st_size, p))
+    total, cap = sum(e[1] for e in entries), max_bytes()
+    for _, size, p in sorted(entries):
+        if total <= cap:
+            break
+        with contextlib.suppress(OSError):
+            p.unlink()
+            total -= size
