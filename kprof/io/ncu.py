@@ -253,11 +253,12 @@ def _read_report(p: str) -> KernelProfile:
     launches: list[KernelLaunch] = []
     notes: list[str] = []
     listings: dict[tuple[str | None, tuple[int, ...]], _Listing] = {}  # one SASS walk per function
+    units: dict[str, str] = {}  # one unit() per metric name
     for ri in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(ri)
         for ai in range(rng.num_actions()):
             action = rng.action_by_idx(ai)
-            launch = _load_action(p, action, len(launches), ncu_report, notes, listings)
+            launch = _load_action(p, action, len(launches), ncu_report, notes, listings, units)
             launches.append(launch)
     if not launches:
         raise KprofInputError(p, "the report holds no kernel launches (0 actions): it is empty or truncated")
