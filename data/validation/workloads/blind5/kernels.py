@@ -9,7 +9,7 @@
 Each workload compiles one .cu file of this folder with -lineinfo (see _common.py) and launches one
 kernel; data/validation/blind5/generate.sh profiles the 4th launch with
 ``ncu --set full --import-source yes --clock-control none -k regex:^KERNEL$ --launch-skip 3 --launch-count 1``
-(skip 3 = the checked launch + 2 warm-ups). hist_uniform, spmv_vector and mix12_const are plain-timing
+(skip 3 = the checked launch + 2 warm-ups). hist_uniform, hist_v16, spmv_vector and mix12_const are plain-timing
 controls (not captured).
 """
 
@@ -74,8 +74,8 @@ def _checked_run(kernel, grid, block, args, check, shared_mem: int = 0, bytes_mo
 HIST_N = 1 << 29  # 512 MiB of bytes
 
 
-def _hist(skewed: bool, label: str) -> None:
-    k = load_kernel("hist.cu", "hist256")
+def _hist(skewed: bool, label: str, name: str = "hist256") -> None:
+    k = load_kernel("hist.cu", name)
     cp.random.seed(1)
     data = cp.random.randint(0, 256, HIST_N, dtype=cp.uint8)
     if skewed:  # 90% of the bytes are 0 (a mostly-black image)
@@ -105,6 +105,10 @@ def hist_skewed() -> None:
 
 def hist_uniform() -> None:  # control: the same kernel on uniform random bytes
     _hist(False, "hist256 (uniform bytes)")
+
+
+def hist_v16() -> None:  # control: 16 bytes per thread per step (uint4), same skewed data
+    _hist(True, "hist256_v16 (16 B per thread per step; 90% of bytes in bin 0)", "hist256_v16")
 
 
 # ----------------------------------------------------------------------------- CSR SpMV, irregular rows
@@ -213,7 +217,7 @@ def hash_rounds() -> None:
 
 
 WORKLOADS = {f.__name__: f for f in (
-    hist_skewed, hist_uniform, spmv_scalar, spmv_vector, mix12_regs, mix12_const, hash_rounds,
+    hist_skewed, hist_uniform, hist_v16, spmv_scalar, spmv_vector, mix12_regs, mix12_const, hash_rounds,
 )}
 
 
