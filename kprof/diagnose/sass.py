@@ -256,6 +256,8 @@ class Dataflow:
     and loop counters are not; the address computed from a loaded index in a gather is (one per load)."""
     int_data_pcs: frozenset[int] = frozenset()
     """PCs of the integer instructions counted in :attr:`int_data_ops`."""
+    dependent_pcs: frozenset[int] = frozenset()
+    """PCs of the global loads whose address is data-dependent (see :class:`_Walk`)."""
     sectors: dict[str, float] = field(default_factory=dict)
     """ncu's per-PC sectors, summed: ``load``, ``load_ideal``, ``store``, ``store_ideal``, ``dependent``,
     ``dependent_ideal`` (keys present only when the report holds the per-PC counters)."""
@@ -322,7 +324,9 @@ def _dest_count(opcode: str, mnemonic: str) -> int:
     return 1
 
 
-_Snapshot = tuple[dict[int, "tuple[int, int] | None"], dict[int, bool], dict[int, bool], dict[int, bool]]
+_Snapshot = tuple[
+    dict[int, "tuple[int, int] | None"], dict[int, bool], dict[int, frozenset[int]], dict[int, bool]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,21 +350,37 @@ class _FlowStep:
     """A global store or atomic (its per-PC sectors count as stores)."""
 
 
+_NONE: frozenset[int] = frozenset()
+
+_COMPARES = frozenset({"ISETP", "FSETP", "DSETP", "HSETP2", "ICMP", "FCMP", "FMNMX", "IMNMX", "VIMNMX"})
+"""Instructions that compare values (a search loop's test of what it loaded)."""
+
+
 class _Walk:
     """The register state of one :func:`_flow_plan` walk.
 
     producer[r]: (pc, index) of the loaded value r holds, or None when r holds a computed value;
     varying[r]: r differs between the lanes of a warp (derived from the thread index);
-    tainted[r]: r is derived from data that a lane loaded from its own address (a load whose address
-    varies across lanes). A base pointer loaded once per block (a batched GEMM's pointer array) is the
-    same for every lane and does not make the addresses data-dependent.
+    tainted[r]: the PCs of the loads whose data r is derived from, among loads that a lane made from its own
+    address (a load whose address varies across lanes). A base pointer loaded once per block (a batched GEMM's
+    pointer array) is the same for every lane and does not make the addresses data-dependent.
+    loops: ``(top, bottom)`` PCs of each backward branch's loop. A load in a loop is data-dependent when its
+    address comes from a load *in that loop* (a chase, a gather through an index read at each step), or from
+    any load when the loop is a *search* (a compare in it reads data loaded in it: a hash probe, a list walk, a
+    binary search, whose next step waits on what the last one found). In any other loop, an address that the
+    loop steps from a value loaded before it (a CSR row walk from ``rowptr[r]``, a segment from its offset)
+    waits on that load once, at the loop's entry, not at each step.
+    compares: ``(pc, taint of its operands)`` of each compare (first pass).
     datum[r]: r holds a value computed from data loaded from memory (whatever the lanes' addresses).
     """
 
     def __init__(self) -> None:
         self.producer: dict[int, tuple[int, int] | None] = {}
         self.varying: dict[int, bool] = {}
-        self.tainted: dict[int, bool] = {}
+        self.tainted: dict[int, frozenset[int]] = {}
+        self.loops: list[tuple[int, int]] = []
+        self.compares: list[tuple[int, frozenset[int]]] = []
+        self._search: dict[tuple[int, int], bool] = {}
         self.datum: dict[int, bool] = {}
         # Register state at each backward branch of the first pass, merged into its target (the loop's top) in
         # the second: what the bottom of a loop body leaves in a register reaches the top of the next iteration.
@@ -377,7 +397,7 @@ class _Walk:
         for r in b_vary:
             self.varying[r] = self.varying.get(r, False) or b_vary[r]
         for r in b_taint:
-            self.tainted[r] = self.tainted.get(r, False) or b_taint[r]
+            self.tainted[r] = self.tainted.get(r, _NONE) | b_taint[r]
         for r in b_datum:
             self.datum[r] = self.datum.get(r, False) or b_datum[r]
 
@@ -386,15 +406,43 @@ class _Walk:
         target = next((int(o, 16) for o in ops if o.startswith("0x")), None)
         if target is None or target > pc:
             return
+        self.loops.append((target, pc))
         prev = self.back_edges.get(target)
         snap: _Snapshot = (dict(self.producer), dict(self.varying), dict(self.tainted), dict(self.datum))
         if prev is not None:
-            for merged, earlier in zip(snap[1:], prev[1:], strict=True):
+            for merged, earlier in ((snap[1], prev[1]), (snap[3], prev[3])):
                 for r, v in earlier.items():
                     merged[r] = merged.get(r, False) or v
+            for r, t in prev[2].items():
+                snap[2][r] = snap[2].get(r, _NONE) | t
         self.back_edges[target] = snap
 
-    def step(self, index: int, opcode: str, mn: str, ops: list[str], src_datum: bool) -> _FlowStep:
+    def dependent_address(self, pc: int, addr: list[int]) -> bool:
+        """Whether a global load at ``pc`` with address registers ``addr`` is data-dependent (see the class)."""
+        sources = _NONE.union(*(self.tainted.get(r, _NONE) for r in addr))
+        if not sources:
+            return False
+        inner = min(
+            ((t, b) for t, b in self.loops if t <= pc <= b), key=lambda tb: tb[1] - tb[0], default=None
+        )
+        if inner is None or self.search_loop(inner):
+            return True
+        return any(inner[0] <= src <= inner[1] for src in sources)
+
+    def search_loop(self, loop: tuple[int, int]) -> bool:
+        """A loop with a compare on data it loads (its next step depends on what it found)."""
+        if loop not in self._search:
+            t, b = loop
+            self._search[loop] = any(
+                t <= pc <= b and any(t <= src <= b for src in taint) for pc, taint in self.compares
+            )
+        return self._search[loop]
+
+    def record_compare(self, pc: int, src_regs: list[int]) -> None:
+        """Remember a compare's operands' taint (first pass)."""
+        self.compares.append((pc, _NONE.union(*(self.tainted.get(r, _NONE) for r in src_regs))))
+
+    def step(self, index: int, pc: int, opcode: str, mn: str, ops: list[str], src_datum: bool) -> _FlowStep:
         """What one instruction counts for, before its weight (second pass only)."""
         int_op = mn in INT_ARITH and not opcode.startswith("IMAD.MOV")
         fma = mn in ("FFMA", "DFMA", "FMUL", "DMUL", "FFMA2", "FMUL2") and len(ops) >= 3
@@ -407,7 +455,7 @@ class _Walk:
         dependent = False
         if mn in GLOBAL_LOADS:
             addr = [r for o in ops[1:] if "[" in o for r in _regs_in([o])]
-            dependent = any(self.tainted.get(r, False) for r in addr)
+            dependent = self.dependent_address(pc, addr)
         return _FlowStep(
             index=index,
             int_op=int_op,
@@ -428,14 +476,16 @@ class _Walk:
         is_load = mn in _DATA_LOADS
         predicated = text.lstrip().startswith("@")
         src_datum = any(self.datum.get(r, False) for r in src_regs)
-        src_taint = any(self.tainted.get(r, False) for r in src_regs)
+        src_taint = _NONE.union(*(self.tainted.get(r, _NONE) for r in src_regs))
         src_vary = any(self.varying.get(r, False) for r in src_regs) or (
             mn == "S2R" and any(o.startswith(_LANE_SPECIAL) for o in srcs)
         )
         for i, r in enumerate(dest):
             if is_load:
                 new_prod: tuple[int, int] | None = (pc, i)
-                new_taint = src_vary  # per-lane data only when the lanes read different addresses
+                new_taint = (
+                    frozenset((pc,)) if src_vary else _NONE
+                )  # per-lane data: the lanes' addresses differ
             elif mn == "MOV" or opcode.startswith("IMAD.MOV"):
                 r_src = _reg(srcs[-1]) if srcs else None
                 new_prod = self.producer.get(r_src) if r_src is not None else None
@@ -486,9 +536,11 @@ def _flow_plan(listing: tuple[tuple[int, str], ...]) -> tuple[_FlowStep, ...]:
                 walk.record_back_edge(pc, ops)
             dest, srcs = _destinations(opcode, mn, ops)
             src_regs = _regs_in(srcs)
+            if not count_pass and mn in _COMPARES:
+                walk.record_compare(pc, src_regs)
             if count_pass:
                 steps.append(
-                    walk.step(index, opcode, mn, ops, any(walk.datum.get(r, False) for r in src_regs))
+                    walk.step(index, pc, opcode, mn, ops, any(walk.datum.get(r, False) for r in src_regs))
                 )
             walk.assign(pc, text, opcode, mn, dest, srcs, src_regs)
     return tuple(steps)
@@ -523,6 +575,7 @@ def _dataflow(lines: Sequence[SassLine]) -> Dataflow:
     sectors: dict[str, float] = defaultdict(float)
     used_values: set[tuple[int, int]] = set()
     int_data_pcs: set[int] = set()
+    dependent_pcs: set[int] = set()
     weight_of_pc: dict[int, float] = {}
     for step in plan:
         s = lines[step.index]
@@ -549,6 +602,7 @@ def _dataflow(lines: Sequence[SassLine]) -> Dataflow:
             acc["gld"] += w
             if step.dependent:
                 acc["dep"] += w
+                dependent_pcs.add(s.pc)
             _add_sectors(sectors, s, "load", step.dependent)
         elif step.store:
             _add_sectors(sectors, s, "store", False)
@@ -565,6 +619,7 @@ def _dataflow(lines: Sequence[SassLine]) -> Dataflow:
         int_ops=acc["int"],
         int_data_ops=acc["int_data"],
         int_data_pcs=frozenset(int_data_pcs),
+        dependent_pcs=frozenset(dependent_pcs),
         sectors=dict(sectors),
     )
 

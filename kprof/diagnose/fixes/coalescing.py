@@ -7,25 +7,83 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from kprof.diagnose.fixes.context import Context, L, Text, keep_with_line, sass_index, where_sentence
+from kprof import thresholds as th
+from kprof.diagnose.fixes.context import Context, L, Text, keep_with_line, pct, sass_index, where_sentence
 from kprof.diagnose.fixes.source import strided_access, strip_comments, thread_varying
+from kprof.diagnose.sass import GLOBAL_LOADS, PER_PC_SECTORS, PER_PC_SECTORS_IDEAL, dataflow
 from kprof.diagnose.where import address_from_load
+from kprof.model import SourceLine
 
 
 def uncoalesced(c: Context) -> Text:
-    """A data-dependent gather (its address from a load: keep more in flight), a row walked by each thread (a warp
-    per row), else the strided index to swap or the layout to change, written for the kernel's language."""
+    """A data-dependent gather (its address from a load: keep more in flight), a row or a segment walked by each
+    thread (a warp per row), else the strided index to swap or the layout to change, written for the kernel's
+    language. A line that holds both a gather and a walk (``s += val[j] * x[col[j]]``) is judged by which carries
+    most of its excess sectors (:func:`line_dependent_share`), and the other is named."""
     mech = where_sentence(c, "excess sectors")
     w = c.top
     i = sass_index(c, w)
-    if w is not None and i is not None and address_from_load(c.k.sass, i):
+    dep = line_dependent_share(c, w)
+    if dep is None:
+        dep = 1.0 if w is not None and i is not None and address_from_load(c.k.sass, i) else 0.0
+    if dep >= th.DEPENDENT_LOAD_SHARE:
         return _gather(c, mech)
+    rest = _gather_remains(c, dep)
     if c.is_cuda:
-        walk = _row_walk(c, mech)
+        walk = _row_walk(c, mech) or _segment_walk(c, mech)
         if walk is not None:
-            return walk
-        return _strided_cuda(c, mech)
-    return mech, _layout(c)
+            return walk[0] + rest, walk[1]
+        text = _strided_cuda(c, mech)
+        return text[0] + rest, text[1]
+    return mech + rest, _layout(c)
+
+
+def line_dependent_share(c: Context, w: SourceLine | None) -> float | None:
+    """Share of the excess global load sectors of ``w``'s line (or of its one instruction, without line info) that
+    data-dependent loads carry (:attr:`~kprof.diagnose.sass.Dataflow.dependent_pcs`); None without ncu's per-PC
+    sectors."""
+    if w is None or not c.k.sass:
+        return None
+    entry = min(s.pc for s in c.k.sass)
+    if w.line is not None:
+        mine = [s for s in c.k.sass if s.line == w.line and s.file == w.file]
+    else:
+        mine = [s for s in c.k.sass if w.pc is not None and s.pc - entry == w.pc]
+    dependent_pcs = dataflow(c.k.sass).dependent_pcs
+    total = dep = 0.0
+    for s in mine:
+        if s.mnemonic not in GLOBAL_LOADS:
+            continue
+        got, ideal = s.counters.get(PER_PC_SECTORS), s.counters.get(PER_PC_SECTORS_IDEAL)
+        if got is None or ideal is None:
+            continue
+        excess = max(0.0, got - ideal)
+        total += excess
+        if s.pc in dependent_pcs:
+            dep += excess
+    return dep / total if total > 0 else None
+
+
+def _gather_remains(c: Context, dep: float) -> str:
+    """The sentence for the part of the line's excess that a gather on it carries, when it is not negligible."""
+    if dep < GATHER_NAMED_SHARE:
+        return ""
+    w = c.top
+    m = _GATHER_RE.search(w.text) if w is not None and w.text else None
+    what = f"`{m.group(0)}`" if m else "The line's gather"
+    return (
+        f" {what} takes its address from data loaded at each step ({pct(dep)} of this line's excess sectors): "
+        "that part stays scattered after the change below."
+    )
+
+
+GATHER_NAMED_SHARE = 0.10
+"""A gather carrying at least this share of the responsible line's excess sectors is named in the mechanism (a
+wording threshold: below it the remaining scatter changes the outcome by less than the run-to-run noise of a
+memory-bound kernel's duration, about 2-5% on the samples, data/samples/ncu_noise.csv)."""
+
+_GATHER_RE = re.compile(r"[A-Za-z_]\w*\s*\[[^\[\]]*\b[A-Za-z_]\w*\s*\[[^\[\]]+\][^\[\]]*\]")
+"""``x[col[j]]``: an array indexed by an expression that reads another array."""
 
 
 _UNIT_LOOP = re.compile(
@@ -162,6 +220,107 @@ def _row_walk(c: Context, mech: str) -> Text | None:
             f"Give each row to one warp instead of one thread on line {w.line}: {lanes}, so a warp's load reads 128 "
             "(or 512) contiguous bytes. Launch 32x as many threads (one warp per row)."
         )
+    return mech, fix
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentWalk:
+    """Each thread walks a segment of its own whose start it loads: ``for (j = ptr[r]; j < ptr[r + 1]; ++j)``
+    with ``r`` lane-varying, and the line reads arrays at ``[j]`` (a CSR row, a bag of an embedding, a bucket)."""
+
+    arrays: tuple[str, ...]
+    """The arrays read at ``[j]`` on the line (``val``, ``col``)."""
+    lane: str
+    """The lane-varying variable that picks the segment (``r``)."""
+    start: str
+    bound: str
+    loop: str
+    reduction: bool
+
+
+def segment_walk(line: str, header: str, source: str) -> SegmentWalk | None:
+    """The one-thread-per-segment pattern: ``header`` is the loop's ``for`` (on ``line`` itself or just above).
+
+    Examples
+    --------
+    >>> src = "int r = blockIdx.x * blockDim.x + threadIdx.x;"
+    >>> w = segment_walk("s += val[j] * x[col[j]];", "for (int j = rowptr[r]; j < rowptr[r + 1]; ++j)", src)
+    >>> w.arrays, w.lane, w.start, w.bound, w.reduction
+    (('val', 'col'), 'r', 'rowptr[r]', 'rowptr[r + 1]', True)
+    >>> segment_walk("s += a[j];", "for (int j = 0; j < n; ++j)", src) is None
+    True
+    """
+    loop = _UNIT_LOOP.search(header)
+    if loop is None:
+        return None
+    j, start, bound = loop.group(1), loop.group(2).strip(), loop.group(3).strip()
+    varying = thread_varying(strip_comments(source))
+    lane = next(
+        (
+            v
+            for m in re.finditer(r"\[([^\[\]]+)\]", start)
+            for v in re.findall(r"[A-Za-z_]\w*", m.group(1))
+            if v in varying
+        ),
+        None,
+    )
+    if lane is None:
+        return None  # the start is not loaded per lane: not a segment of its own
+    body = line[loop.end() :] if line is header else line
+    arrays = tuple(dict.fromkeys(re.findall(rf"([A-Za-z_]\w*)\s*\[\s*{re.escape(j)}\s*\]", body)))
+    if not arrays:
+        return None
+    return SegmentWalk(arrays, lane, start, bound, j, "+=" in body)
+
+
+def _loop_header(c: Context, w: SourceLine) -> str | None:
+    """The ``for`` header of the loop ``w``'s line is in: the line itself, or one of the 3 lines above it."""
+    if _UNIT_LOOP.search(w.text or ""):
+        return w.text
+    lines = c.source.splitlines()
+    if w.line is None or not lines:
+        return None
+    for n in range(w.line - 2, max(-1, w.line - 5), -1):
+        if 0 <= n < len(lines) and _UNIT_LOOP.search(lines[n]):
+            return lines[n]
+    return None
+
+
+def _segment_walk(c: Context, mech: str) -> Text | None:
+    """CUDA C++: each thread walks a segment that starts where a loaded offset says (CSR), one element a step."""
+    w = c.top
+    if w is None or not w.text:
+        return None
+    header = _loop_header(c, w)
+    walk = segment_walk(w.text, header, c.source) if header else None
+    if walk is None or header is None:
+        return None
+    names = " and ".join(f"`{a}[{walk.loop}]`" for a in walk.arrays)
+    mech += (
+        f" Each thread walks a segment of its own: the loop over `{walk.loop}` starts at `{walk.start}`, a different "
+        f"place for each lane, and steps one element at a time, so at each step a warp's loads of {names} read 32 "
+        "elements from 32 segments, one sector per lane."
+    )
+    row = "row" if walk.lane != "row" else walk.lane
+    sub = lambda e: re.sub(rf"\b{re.escape(walk.lane)}\b", row, e)  # noqa: E731
+    lanes = (
+        f"`{row} = (blockIdx.x * blockDim.x + threadIdx.x) / 32`, `lane = threadIdx.x & 31`, and the lanes stride "
+        f"over the segment (`for (int {walk.loop} = {sub(walk.start)} + lane; {walk.loop} < {sub(walk.bound)}; "
+        f"{walk.loop} += 32)`)"
+    )
+    fix = (
+        f"Give each segment to one warp instead of one thread on line {w.line}: {lanes}, so a warp's loads of "
+        f"{names} read consecutive elements"
+        + (
+            "; then add the 32 partial sums with "
+            "`for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffff, acc, o);` and let lane 0 write the "
+            "result"
+            if walk.reduction
+            else ""
+        )
+        + ". Launch 32x as many threads. Where segments are much shorter than 32 elements, give each 4, 8 or 16 "
+        "lanes instead, so fewer lanes idle."
+    )
     return mech, fix
 
 

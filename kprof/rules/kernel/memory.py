@@ -182,10 +182,14 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
             "the excess sectors hit in L1 (L2 reads no more than the ideal sectors): the waste is paid in L1 and "
             "the requests it sends to L2, not in DRAM bytes"
         )
+    # The share of the excess that data-dependent loads cause stays after any re-indexing (a gather on the same
+    # line as a strided walk: x[col[j]] beside val[j]): only the rest is saved, and the sectors per request fall
+    # only that far.
+    fixable = 1.0 - (dependent or 0.0)
     savings = (
         0.0
         if data_dependent or (in_l1 and mem_util < f.u_max - th.UNIT_TIE_MARGIN)
-        else c.waste * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
+        else c.waste * fixable * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
     )
     spr_r, idl_r, waste_pct = round(c.spr, 2), round(c.ideal, 2), round(100 * c.waste, 1)
     per_request = f"derived:global_{c.op}_sectors_per_request"
@@ -210,7 +214,7 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
     sectors = Expectation(
         metric=per_request,
         direction=Direction.DOWN,
-        target=round(c.ideal, 1),
+        target=round(c.ideal + (c.spr - c.ideal) * (1.0 - fixable if not data_dependent else 0.0), 1),
         unit="sectors/request",
         value_now=spr_r,
         label=f"global {c.op} sectors per request",
