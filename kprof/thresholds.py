@@ -57,6 +57,12 @@ call plus framework dispatch): 2-10 us (CUDA launch latency ~2-5 us, PyTorch eag
 a few us). Shown as the yardstick in evidence; the rules use the launch cost measured in the
 capture itself."""
 
+SHORT_LAUNCH_NS = 10 * TYPICAL_LAUNCH_OVERHEAD_NS[1]
+"""A kernel shorter than 100 us (10x the upper launch overhead) does little enough work per launch that its fixed
+costs (the launch, the grid's fill and drain) weigh a tenth or more: batching or fusing calls is the fix a
+PyTorch user can make for it. Longer kernels are not short of work; the kernel itself keeps too few loads in
+flight. It chooses the wording of a fix, not a verdict."""
+
 MAX_DISPATCH_PER_LAUNCH_NS = 1_000_000
 """Host-caused idle time per launch above 1 ms is not launch or dispatch overhead: PyTorch eager
 dispatch measured 10-14 us per kernel in the H200 samples and 54-145 us per kernel in the corpus's

@@ -26,12 +26,15 @@ BLIND4 = REPO / "data" / "validation" / "blind4"
 """Fourth blind gallery: four whole-process timelines (two nsys exports, two Kineto traces), 4 of 4 at 3589783."""
 BLIND5 = REPO / "data" / "validation" / "blind5"
 """Fifth blind gallery: three whole-process timelines (two nsys exports, one Kineto trace), 3 of 3 at a1888ac."""
+BLIND6 = REPO / "data" / "validation" / "blind6"
+"""Sixth blind gallery: four whole-process timelines (three nsys exports, one Kineto trace), 4 of 4 at 1bbb8b4 (two
+through the labeller's acceptable id)."""
 TIMELINE_KINDS = ("kineto", "nsys", "nsys-sqlite")
 
 
 def _entries() -> list[dict]:
     out = []
-    for folder in (GALLERY, HELDOUT, BLIND4, BLIND5):
+    for folder in (GALLERY, HELDOUT, BLIND4, BLIND5, BLIND6):
         p = folder / "labels.json"
         if not p.exists():
             continue

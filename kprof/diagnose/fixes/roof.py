@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
+from kprof import thresholds as th
 from kprof.diagnose.fixes.context import B, Context, L, Text, keep_with_line, sass_index, where_sentence
 from kprof.diagnose.fixes.source import has_loop, strip_comments
+from kprof.diagnose.roofline import roofline
 from kprof.diagnose.where import address_from_load
 from kprof.facts.sass_traits import synchronous_mma_loop
 from kprof.knowledge import instructions as ki
@@ -59,9 +61,17 @@ def latency(c: Context) -> Text:
             )
         )
     if c.lang is L.PYTORCH:
+        duration_ns = roofline(c.k).duration_ns
+        if duration_ns is None or duration_ns < th.SHORT_LAUNCH_NS:
+            return mech, (
+                "The op does too little work per launch to keep the memory system busy: batch the calls, or fuse "
+                "the op with its neighbours (torch.compile)."
+            )
         return mech, (
-            "The op does too little work per launch to keep the memory system busy: batch the calls, or fuse the op "
-            "with its neighbours (torch.compile)."
+            "PyTorch chose this kernel and its launch shape, so the call cannot put more loads in flight; "
+            "torch.compile generates a kernel of its own for the op (Inductor sizes its blocks for the shape, and "
+            "fuses the neighbouring ops), or write the op in Triton with several independent loads per thread; "
+            "profile the new kernel again."
         )
     if c.lang is L.LIBRARY:
         return mech, None

@@ -152,6 +152,14 @@ def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
         + (f" one every {_ms(per_launch)}" if per_launch else "")
         + f" and each runs in {_ms(w.median_kernel_ns)}."
     )
+    calls = _other_calls(ctx, w) if biggest[0] == "other CUDA calls" else []
+    alloc = _allocation_churn(calls)
+    if alloc:
+        headline = (
+            f"Host-bound: the GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} "
+            f"({_ms(w.busy_ns)} busy of {_ms(w.wall_ns)}) while the host frees and allocates device memory "
+            f"between its kernels ({_calls_words(calls)})."
+        )
     where = {
         "launch calls": "inside the launch calls themselves",
         "CPU ops": "in framework operators (PyTorch dispatch) around the launches",
@@ -161,13 +169,86 @@ def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
         else "in the program's own host code between the launches",
     }.get(biggest[0], "on the host")
     what = _launches_per_iteration(ctx, w)
+    if calls:
+        where += f": {_calls_words(calls)}"
     mech = (
         f"Each kernel is shorter than the host's time to issue the next one, so the GPU finishes and waits: "
         f"{_pct(host_idle / max(w.idle_ns, 1))} of the idle time falls where the next kernel was launched only "
         f"after the GPU had gone idle, and most of that host time is {where}."
         + (f" In the steady state {what}." if what else "")
     )
+    if alloc:
+        mech += (
+            " Memory is returned to the driver and taken back inside the loop: each cudaFree waits for all the "
+            "work on the device before it returns (an implicit synchronization), and each call costs tens to "
+            "hundreds of microseconds of host time."
+        )
+        return headline, mech, _allocation_fix(ctx)
     return headline, mech, _launch_fix(ctx, w)
+
+
+_ALLOCATION_CALLS = re.compile(
+    r"^(cuda(Malloc|Free)(Host|Managed|Pitch|Array|3D)?$|cudaHostAlloc$|cudaHost(Un)?[Rr]egister$|"
+    r"cuMem(Alloc|Free|Create|Release|Map|Unmap|AddressReserve|AddressFree|SetAccess|HostAlloc|HostRegister|"
+    r"HostUnregister)\w*$)"
+)
+"""Calls that take device (or pinned host) memory from the driver or give it back (not the stream-ordered
+``cudaMallocAsync``/``cudaFreeAsync``, which a pool serves without the driver)."""
+
+
+def _other_calls(ctx: _Context, w: _Window, top: int = 3) -> list[tuple[str, float]]:
+    """The non-launch CUDA calls that take the most host time in the window: ``(name, share of its wall time)``."""
+    api = ctx.tl.api
+    if not len(api.start_ns) or w.wall_ns <= 0:
+        return []
+    from kprof.timeline_model.names import ApiCategory, api_base_name
+
+    m = (api.start_ns >= w.lo) & (api.end_ns <= w.hi) & (api.category != ApiCategory.LAUNCH)
+    if not m.any():
+        return []
+    per = np.bincount(api.name_id[m], weights=(api.end_ns[m] - api.start_ns[m]).astype(np.float64))
+    by_name: dict[str, float] = {}
+    for i in np.flatnonzero(per > 0).tolist():
+        base = api_base_name(api.names[i])  # cudaFree_v3020 -> cudaFree
+        by_name[base] = by_name.get(base, 0.0) + float(per[i])
+    ranked = sorted(by_name.items(), key=lambda kv: -kv[1])[:top]
+    return [(name, t / w.wall_ns) for name, t in ranked]
+
+
+def _allocation_calls(ctx: _Context, w: _Window) -> int:
+    """How many allocation and free calls (:data:`_ALLOCATION_CALLS`) the window holds."""
+    from kprof.timeline_model.names import api_base_name
+
+    api = ctx.tl.api
+    m = (api.start_ns >= w.lo) & (api.end_ns <= w.hi)
+    hits = np.array([bool(_ALLOCATION_CALLS.match(api_base_name(n))) for n in api.names] or [False])
+    return int(hits[api.name_id[m]].sum()) if m.any() else 0
+
+
+def _calls_words(calls: list[tuple[str, float]]) -> str:
+    return ", ".join(f"{name} {_pct(share)}" for name, share in calls) + " of the wall time"
+
+
+def _allocation_churn(calls: list[tuple[str, float]]) -> bool:
+    """True when the calls that take the most host time are allocations and frees (at least half of it)."""
+    total = sum(share for _, share in calls)
+    alloc = sum(share for name, share in calls if _ALLOCATION_CALLS.match(name))
+    return total > 0 and alloc * 2 >= total
+
+
+def _allocation_fix(ctx: _Context) -> str:
+    if _language(ctx.tl) == NATIVE:
+        return (
+            "Allocate the buffers once, before the loop, and reuse them; where sizes vary, allocate the largest "
+            "once, or use cudaMallocAsync/cudaFreeAsync from a memory pool whose release threshold keeps the memory "
+            "(cudaMemPoolAttrReleaseThreshold), so no call reaches the driver inside the loop."
+        )
+    return (
+        "PyTorch's caching allocator calls cudaFree and cudaMalloc only after torch.cuda.empty_cache() or when a "
+        "request fits none of its cached blocks: remove torch.cuda.empty_cache() from the loop, keep tensor "
+        "shapes stable (pad to a few sizes) so cached blocks are reused, and, if the shapes must vary, set "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+    )
 
 
 def _launch_fix(ctx: _Context, w: _Window) -> str:
@@ -210,9 +291,10 @@ def _launch_fix(ctx: _Context, w: _Window) -> str:
     )
 
 
-def _launch_expect(w: _Window) -> tuple[Expectation, ...]:
+def _launch_expect(w: _Window, allocations: int | None = None) -> tuple[Expectation, ...]:
     """What the mechanism predicts: the host-caused idle time goes, the GPU work stays, and even a CUDA graph
-    spaces its kernels by the GPU's own gap (GRAPH_KERNEL_GAP_NS): never a gapless GPU."""
+    spaces its kernels by the GPU's own gap (GRAPH_KERNEL_GAP_NS): never a gapless GPU. When the host time is
+    allocation churn (``allocations`` calls in the window), those calls go, not the launches."""
     host_idle = w.idle_by_cause.get("host", 0)
     floor = min(w.wall_ns, w.busy_ns + w.kernel_count * th.GRAPH_KERNEL_GAP_NS)
     wall_after = max(floor, w.wall_ns - host_idle)
@@ -230,6 +312,14 @@ def _launch_expect(w: _Window) -> tuple[Expectation, ...]:
             direction=Direction.DOWN,
             value_now=w.launch_count,
             label="launch calls in the steady state",
+        )
+        if allocations is None
+        else Expectation(
+            metric="allocation_calls",
+            direction=Direction.DOWN,
+            value_now=allocations,
+            target=0,
+            label="cudaMalloc/cudaFree (and the like) calls in the steady state",
         ),
         Expectation(
             metric="wall_ns",
@@ -245,6 +335,9 @@ def _launch_expect(w: _Window) -> tuple[Expectation, ...]:
 
 def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
     headline, mech, fix = _launch_words(ctx, w)
+    allocations = (
+        _allocation_calls(ctx, w) if w.host_split and _allocation_churn(_other_calls(ctx, w)) else None
+    )
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.HOST_LAUNCH_BOUND,
@@ -253,7 +346,7 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
         evidence=tuple(_launch_evidence(w)[:3]),
         mechanism=mech,
         fix=fix,
-        expect=_launch_expect(w),
+        expect=_launch_expect(w, allocations),
         confidence=_confidence(
             share,
             w,
@@ -265,6 +358,7 @@ def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Dia
         ),
         next_step="Apply the fix and re-capture the same steady state ("
         + commands.timeline_after_change(ctx.tl.source, program=_app(ctx.tl))
-        + "): the GPU-busy fraction should go up and the launch calls down.",
+        + "): the GPU-busy fraction should go up and the "
+        + ("allocation calls leave the loop." if allocations is not None else "launch calls down."),
         findings=tuple(_findings(ctx, w, Bottleneck.HOST_LAUNCH_BOUND)),
     )

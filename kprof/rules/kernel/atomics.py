@@ -40,6 +40,18 @@ def _atomic_share(f: KernelFacts) -> tuple[float, float, bool] | None:
     return atom / max(1.0, atom + (gld or 0.0) + (gst or 0.0)), atom, True
 
 
+def atomic_wait_stalls(k: KernelLaunch) -> tuple[str, ...]:
+    """The stall reasons of warps waiting on their atomics. ``RED`` (an update that returns nothing) never holds a
+    register, so a warp waits on it only when the queue is full (lg_throttle), at a fence (membar) or at exit
+    (drain); ``long_scoreboard`` counts only when the kernel also issues ``ATOM``s, whose results the warps wait for
+    (a kernel of REDs that stalls on long_scoreboard waits on its loads)."""
+    atom = sum_present(k, GATOM_REQUESTS)
+    red = sum_present(k, GRED_REQUESTS)
+    if red and not atom:
+        return tuple(r for r in ATOMIC_STALLS if r != "long_scoreboard")
+    return ATOMIC_STALLS
+
+
 def atomic_lanes(k: KernelLaunch) -> tuple[float, float] | None:
     """(L2 update requests per warp-wide RED/ATOM instruction, sectors per L2 update request); None without the
     counters.
@@ -116,7 +128,11 @@ def atomics(f: KernelFacts) -> Mechanism | None:
     )
     total = sum(f.stalls.values())
     queue = sum(f.stalls.get(r, 0.0) for r in ATOMIC_STALLS) / total if total > 0 else 1.0
-    savings = gap * queue if hot else gap * share
+    # Without a hot slice, nothing in the L2 shows the serialization: the atomics' share of the requests bounds the
+    # saving, and so do the warps' own waits on their atomics (an Amdahl bound): atomics the warps do not wait on
+    # (REDs while the warps wait on their loads) cannot be what holds the kernel back.
+    waits = sum(f.stalls.get(r, 0.0) for r in atomic_wait_stalls(f.k)) / total if total > 0 else 1.0
+    savings = gap * queue if hot else gap * min(share, waits)
     ev = [
         Evidence(
             name="global atomic requests",

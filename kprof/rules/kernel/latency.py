@@ -15,7 +15,7 @@ from kprof.diagnose.roofline import (
     XU_PIPE_METRICS,
 )
 from kprof.facts.kernel import KernelFacts, unit_metric
-from kprof.facts.names import ACHIEVED_OCC, THEORETICAL_OCC
+from kprof.facts.names import ACHIEVED_OCC, THEORETICAL_OCC, WAVES
 from kprof.facts.stalls import GLOBAL_STALLS, STALL_WORDS
 from kprof.facts.units import UNIT_PRIORITY, UNIT_WORDS
 from kprof.model import Evidence
@@ -60,10 +60,21 @@ def occupancy_words(f: KernelFacts) -> str:
     to hide each other's latency."""
     ach, theo = f.v(ACHIEVED_OCC), f.v(THEORETICAL_OCC)
     tpb = f.k.threads_per_block or 0
+    waves = f.v(WAVES)
     out = ""
     if ach is not None and theo is not None:
         out = f" Achieved occupancy is {ach:.3g}% against a theoretical {theo:.3g}%"
-        if tpb and tpb <= 2 * th.WARP_SIZE:
+        if (
+            waves is not None
+            and 0 < waves < th.OCCUPANCY_MIN_WAVES
+            and ach < th.OCCUPANCY_UNEVEN_SHARE * theo
+        ):
+            blocks = f.k.blocks
+            out += (
+                f": the grid{f' of {blocks} blocks' if blocks else ''} fills only {waves:.2g} of one wave of the "
+                "slots the limits allow, so the rest of the warp slots stay empty."
+            )
+        elif tpb and tpb <= 2 * th.WARP_SIZE:
             out += (
                 f": each block is {max(1, tpb // th.WARP_SIZE)} warp of {tpb} threads and retires after a few "
                 "instructions, so the SMs spend their time starting and retiring blocks instead of holding warps "
