@@ -31,7 +31,9 @@ latency_bound, occupancy_...   warp stall samples (``smsp__pcsamp_warps_issue_st
 =============================  ===============================================================
 
 The grid-level bottlenecks (``small_grid``, ``tail_effect``) have no line in the kernel: the
-launch configuration is set by the host code, which the report does not contain.
+launch configuration is set by the host code, which the report contains only when it embeds the
+file that launches the kernel (a Triton program's own .py, or a .cu that launches its kernel):
+:func:`launch_site` then names that line.
 """
 
 from __future__ import annotations
@@ -429,6 +431,22 @@ def address_from_load(lines: Sequence[SassLine], i: int, window: int = 64) -> bo
     return False
 
 
+def launch_site(k: KernelLaunch) -> tuple[str, int, str] | None:
+    """``(file, line, text)`` of the launch of ``k`` in a source file the report embeds: ``name<<<...>>>`` (CUDA C++)
+    or ``name[grid](...)`` (Triton), the first one found; None when no embedded file launches it (a CUDA kernel is
+    usually launched from another file than the one that defines it)."""
+    words = (k.name or "").split("(", 1)[0].split("<", 1)[0].split()
+    base = words[-1].rsplit("::", 1)[-1] if words else ""
+    if not base or not re.fullmatch(r"[A-Za-z_]\w*", base):
+        return None
+    launch = re.compile(rf"\b{re.escape(base)}\s*(?:<<<|\[[^\]]*\]\s*\()")
+    for path, text in sorted(k.source_files.items()):
+        for n, line in enumerate(text.splitlines(), 1):
+            if launch.search(line) and not line.lstrip().startswith(("//", "#")):
+                return path, n, " ".join(line.split())[:120]
+    return None
+
+
 # ------------------------------------------------------------------------------------ attribution
 @dataclass(frozen=True, slots=True)
 class Attribution:
@@ -515,11 +533,17 @@ def attribute(
         )
         return Attribution(line_info=line_info, source_text=source_text, note=note)
     if bottleneck in HOST_BOTTLENECKS:
+        site = launch_site(k)
         return Attribution(
             line_info=line_info,
             source_text=source_text,
             note="No kernel line is responsible: the grid size is set where the kernel is launched (host code), "
-            "which the report does not contain.",
+            + (
+                f"which the report embeds: {site[0].replace(chr(92), '/').rsplit('/', 1)[-1]}:{site[1]} "
+                f"(`{site[2]}`)."
+                if site
+                else "which the report does not contain."
+            ),
         )
     per_pc = _per_pc(lines, bottleneck)
     if per_pc is None:
@@ -652,7 +676,8 @@ def _line_detail(
     if p.reasons[top]:
         d = f"mostly {p.reasons[top]}" + (f"; {d}" if d else "")
     if not file and len(idx) > 1:
-        d = f"{len(idx)} instructions" + (f"; {d}" if d else "")
+        pcs = [lines[i].pc - lines[0].pc for i in idx]
+        d = f"{len(idx)} instructions, +{min(pcs):#x} to +{max(pcs):#x}" + (f"; {d}" if d else "")
     return top, d
 
 

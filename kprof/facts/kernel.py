@@ -32,6 +32,7 @@ from kprof.facts.names import (
     GST_REQUESTS,
     GST_SECTORS,
     ISSUE_ACTIVE,
+    ISSUE_ELAPSED,
     L1_WAVEFRONT_PCT,
     L2_ATOMIC_REQUESTS,
     L2_READ_SECTORS,
@@ -58,6 +59,7 @@ from kprof.facts.stalls import stall_reasons
 from kprof.facts.units import (
     MEMORY_UNITS,
     UNIT_PRIORITY,
+    UNIT_WORDS,
     fp_inst_share,
     has_tensor_cores,
     unit_flags,
@@ -395,8 +397,38 @@ def _missing_sections(
     return missing
 
 
+def fp32_from_issue(f: KernelFacts) -> bool:
+    """True when the FP32 unit's utilisation is the SMs' instruction issue (an FP-heavy kernel whose issue slots
+    run ahead of both its FLOP rate and its FMA pipe, :func:`~kprof.facts.units.unit_utilization`): then that is
+    the number quoted, and it must be called what it is."""
+    u = f.roof.utilization
+    fp32 = f.util.get("fp32")
+    # the FP32 value is the largest of the FLOP rate, the FMA pipe and (FP-heavy kernels) the issue: above both
+    # of the others, it is the issue
+    return fp32 is not None and fp32 > max(u.get("fma_pipe", 0.0), u.get("flops_fp32", 0.0)) + 1e-9
+
+
+def unit_words(f: KernelFacts, unit: str) -> str:
+    """The unit in words, as :data:`UNIT_WORDS`, except FP32 read from the instruction issue (:func:`fp32_from_issue`)."""
+    if unit == "fp32" and fp32_from_issue(f):
+        return "FP32 instruction issue"
+    return UNIT_WORDS[unit]
+
+
+def fp32_issue_note(f: KernelFacts) -> str:
+    """What "FP32 instruction issue" is (:func:`unit_words`), for an evidence's reference; "" otherwise."""
+    if not fp32_from_issue(f):
+        return ""
+    fma = f.roof.utilization.get("fma_pipe")
+    return "the SMs' issue slots, which carry the FP32 math" + (
+        f" (the FMA pipe itself at {100 * fma:.3g}%)" if fma is not None else ""
+    )
+
+
 def unit_metric(f: KernelFacts, unit: str) -> str:
     """The metric a unit's utilisation was read from (the one the report holds), or its documented derived name."""
+    if unit == "fp32" and fp32_from_issue(f):
+        return ISSUE_ELAPSED if f.k.value(ISSUE_ELAPSED) is not None else "derived:fp32_utilization"
     if unit in MEMORY_UNITS:
         hit = f.k.first_value(*SOL_LEVEL_METRICS[unit])
         if hit is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kprof.diagnose.fixes.source import clip
@@ -77,22 +78,33 @@ def pct(share: float | None) -> str:
     return f"{v:.0f}%" if v >= 10 else f"{v:.2g}%"
 
 
+_GROUP = re.compile(r"^(?P<n>\d+) instructions, (?P<span>\+0x[0-9a-f]+ to \+0x[0-9a-f]+)")
+"""The detail of a where-entry that stands for several instructions of one opcode (no line info)."""
+
+
 def where_sentence(c: Context, what: str) -> str:
     """``Line 22 (`...`) carries 100% of the excess L2 sectors: its LDG.E.CONSTANT moves 32 sectors ...``."""
     w = c.top
     if w is None:
         return ""
+    group = _GROUP.match(w.detail) if w.line is None else None
     loc = (
         c.line_ref()
         if w.line is not None
+        else f"the {group['n']} {w.instruction or 'such'} instructions (SASS {group['span']})"
+        if group is not None
         else f"the instruction at SASS offset {w.pc:#x}"
         if w.pc is not None
         else ""
     )
     if not loc:
         return ""
-    s = f"{loc[0].upper()}{loc[1:]} carries {pct(w.share)} of the {w.quantity or what}"
-    if w.instruction:
+    verb = "carry" if group is not None else "carries"
+    s = f"{loc[0].upper()}{loc[1:]} {verb} {pct(w.share)} of the {w.quantity or what}"
+    if group is not None:
+        rest = w.detail[group.end() :].lstrip("; ")
+        s += f" ({rest})" if rest else ""
+    elif w.instruction:
         s += f" ({w.instruction}" + (f", {w.detail}" if w.detail else "") + ")"
     others = [x for x in c.where[1:] if x.line is not None or x.pc is not None]
     if others:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from kprof import thresholds as th
@@ -11,7 +13,7 @@ from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _host_
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _Window
 from kprof.diagnose.timeline.sync import _after_sync_words, _drained_by_sync
-from kprof.diagnose.timeline.words import _clip_name, _language, _ms, _pct
+from kprof.diagnose.timeline.words import NATIVE, _clip_name, _language, _ms, _pct
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -63,10 +65,57 @@ def _host_compute_evidence(w: _Window, hc: int, top: _Cover | None) -> list[Evid
     return ev
 
 
-def _host_compute_words(w: _Window, hc: int, n: int, top: _Cover | None, what: str) -> tuple[str, str]:
+_MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
+"""Loading GPU code into the context: once per module at start-up, and in a loop only when new code keeps
+arriving (a JIT: torch.compile recompiling, Triton compiling a new specialization, NVRTC)."""
+
+
+def _module_loads(ctx: _Context, w: _Window) -> int:
+    """How many module or library loads the window holds."""
+    from kprof.timeline_model.names import api_base_name
+
+    api = ctx.tl.api
+    m = (api.start_ns >= w.lo) & (api.end_ns <= w.hi)
+    if not m.any():
+        return 0
+    hits = np.array([bool(_MODULE_LOAD.match(api_base_name(n))) for n in api.names] or [False])
+    return int(hits[api.name_id[m]].sum())
+
+
+def _compiling(loads: int, n: int) -> bool:
+    """New GPU code is loaded in at least half of the host-compute gaps' iterations (and more than once): the host
+    time is compilation. One-time loads happen once; a loop that compiles does so nearly every time."""
+    return loads >= 2 and 2 * loads >= n
+
+
+def _compile_words(ctx: _Context, loads: int, n: int) -> tuple[str, str]:
+    """(mechanism sentence, fix) when the host compiles new kernels in the loop."""
+    mech = (
+        f" New GPU code is loaded inside the loop: {loads:,} module loads (cuModuleLoad / cuLibraryLoadData) over "
+        f"these {n:,} gaps, so the host is compiling kernels at run time (torch.compile recompiling for a new input "
+        "shape, Triton compiling a new specialization, or a JIT), and the compile, not the GPU, sets the pace."
+    )
+    if _language(ctx.tl) == NATIVE:
+        return mech, (
+            "Compile each kernel once: cache the CUmodule (or the NVRTC/nvJitLink output) by its source and options "
+            "and load it before the loop, instead of compiling and loading it every iteration."
+        )
+    return mech, (
+        "Stop the recompiles: keep the input shapes fixed (pad or bucket the varying dimension to a few sizes), or "
+        "compile for dynamic shapes (torch.compile(model, dynamic=True), or torch._dynamo.mark_dynamic(x, dim) on "
+        "the dimension that varies); TORCH_LOGS=recompiles prints each recompile and its reason. Run every shape "
+        "once before the timed loop."
+    )
+
+
+def _host_compute_words(
+    w: _Window, hc: int, n: int, top: _Cover | None, what: str, loads: int = 0
+) -> tuple[str, str]:
     """(headline, mechanism)."""
     by = (
-        f" while it ran the {top.kind} {_clip_name(top.name, 70)}"
+        f" while it compiled new GPU code ({loads:,} module loads)"
+        if loads
+        else f" while it ran the {top.kind} {_clip_name(top.name, 70)}"
         if top is not None
         else " (in untraced code)"
     )
@@ -79,7 +128,11 @@ def _host_compute_words(w: _Window, hc: int, n: int, top: _Cover | None, what: s
         f"The GPU has nothing queued while the host is {what}: in these gaps the thread that launches GPU work made "
         f"no CUDA call for at least {_ms(th.HOST_COMPUTE_MIN_STRETCH_NS)} at a time, so the host was not issuing "
         "work. This is host computation, not launch overhead: CUDA graphs or fused kernels would not shorten "
-        "these gaps; only doing that work elsewhere (in parallel with the GPU, or on it) does."
+        + (
+            "these gaps; only compiling less, or before the loop, does."
+            if loads
+            else "these gaps; only doing that work elsewhere (in parallel with the GPU, or on it) does."
+        )
     )
     if top is not None:
         mech += f" The {top.kind} {_clip_name(top.name, 70)} covers {_pct(top.covered_ns / max(hc, 1))} of this idle time."
@@ -121,10 +174,17 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     n = len(w.host_compute_gaps[0])
     top = _named_cover(ctx, w)
     what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
-    traced = top is not None
-    headline, mech = _host_compute_words(w, hc, n, top, what)
+    loads = _module_loads(ctx, w)
+    compiling = _compiling(loads, n)
+    if compiling:
+        what = "compiling new GPU code"
+    traced = top is not None or compiling
+    headline, mech = _host_compute_words(w, hc, n, top, what, loads if compiling else 0)
     blocks = _drained_by_sync(ctx, w, top.name if top else None)
-    if blocks is not None:
+    if compiling:
+        note, fix = _compile_words(ctx, loads, n)
+        mech += note
+    elif blocks is not None:
         note, fix = _after_sync_words(ctx, blocks, fix)
         mech += " " + note
     # a loop that waits on its host work does so every iteration; one or two such gaps are one-time work

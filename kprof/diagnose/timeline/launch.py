@@ -84,6 +84,29 @@ def _training(ctx: _Context) -> bool:
     return any(_TRAINING_NAME.search(n) for n in names)
 
 
+_OPTIMIZER = re.compile(r"\b(Adam|AdamW|SGD|RMSprop|Adagrad|Adamax|NAdam|RAdam|Adadelta)\.step\b")
+"""The optimizer's step as PyTorch names it in its traces (``Optimizer.step#Adam.step``, an NVTX range or a
+Kineto user annotation)."""
+
+_FUSED = ("Adam", "AdamW", "SGD", "Adagrad")
+"""Optimizers with a fused=True CUDA implementation (PyTorch 2.x); the others take foreach=True."""
+
+
+def _optimizer_words(ctx: _Context) -> str:
+    """The foreach/fused switch for the optimizer the capture names, or for the common ones when it names none."""
+    tl = ctx.tl
+    names = [*(tl.host_ops.names if len(tl.host_ops) else ()), *tl.ranges.names]
+    found = next((m.group(1) for n in names if (m := _OPTIMIZER.search(n))), None)
+    if found is None:
+        return (
+            "pass fused=True (Adam, AdamW, SGD, Adagrad) or foreach=True to the optimizer, e.g. "
+            "torch.optim.AdamW(params, fused=True)"
+        )
+    if found in _FUSED:
+        return f"torch.optim.{found}(params, fused=True) (or foreach=True)"
+    return f"torch.optim.{found}(params, foreach=True)"
+
+
 def _launches_per_iteration(ctx: _Context, w: _Window) -> str:
     """What the steady state launches, in words: "each of its 23 iterations launches 185 kernels, most of them
     vectorized_elementwise_kernel (104) and gemv2T_kernel (35)"; "" when it cannot be said."""
@@ -267,7 +290,7 @@ def _launch_fix(ctx: _Context, w: _Window) -> str:
             "with static input tensors) so one launch replays all its kernels; alternatively fuse the elementwise "
             "chains (torch.compile"
             + (
-                "; a foreach/fused optimizer: torch.optim.SGD(foreach=True) or fused=True"
+                f"; a foreach/fused optimizer: {_optimizer_words(ctx)}"
                 if _training(ctx)
                 else "; the torch._foreach_* ops where one operation runs over many tensors"
             )

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 
 from kprof import commands
 from kprof import thresholds as th
-from kprof.facts.kernel import UNDER_NCU, KernelFacts, kernel_floor_ns, unit_metric
+from kprof.facts.kernel import (
+    UNDER_NCU,
+    KernelFacts,
+    fp32_issue_note,
+    kernel_floor_ns,
+    unit_metric,
+    unit_words,
+)
 from kprof.facts.names import DURATION, SECTION_OF
 from kprof.facts.stalls import STALL_WORDS, stall_metric
 from kprof.facts.units import UNIT_WORDS
@@ -172,11 +179,13 @@ def unit_used(
 ) -> Evidence:
     """``<unit> used``: the unit's use in % of its peak over the elapsed cycles (``f.util``, or ``util``), under the
     metric it was read from."""
+    own = util is None or util == f.util.get(unit)  # the unit's own value, read as unit_utilization did
+    note = fp32_issue_note(f) if unit == "fp32" and own else ""
     return Evidence(
-        name=f"{UNIT_WORDS[unit]} used",
+        name=f"{unit_words(f, unit) if own else UNIT_WORDS[unit]} used",
         value=round(100 * (f.util[unit] if util is None else util), 1),
         unit="% of peak",
-        reference=reference,
+        reference=f"{note}; {reference}" if note else reference,
         reference_value=reference_value,
         metric=unit_metric(f, unit),
     )

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kprof import thresholds as th
-from kprof.facts.kernel import UNDER_NCU, KernelFacts, bandwidth_metric, dram_bytes, metric_value
+from kprof.facts.kernel import UNDER_NCU, KernelFacts, bandwidth_metric, dram_bytes, metric_value, unit_words
 from kprof.facts.names import DURATION, L2_READ_HIT_RATE
-from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS
+from kprof.facts.units import MEMORY_UNITS
 from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict
 from kprof.rules.kernel.common import B, Mechanism, findings_of, pc, subject, unit_used
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT, l2_passes_dram_stream
@@ -69,12 +69,12 @@ def healthy(f: KernelFacts, unit: str, advice: Sequence[Mechanism] = ()) -> Diag
         bottleneck=RESOURCE_OF_UNIT[unit],
         verdict=Verdict.HEALTHY,
         headline=(
-            f"Healthy: {UNIT_WORDS[unit]} at {pc(util)}% of peak, at its roofline "
+            f"Healthy: {unit_words(f, unit)} at {pc(util)}% of peak, at its roofline "
             f"(>= {100 * roof:.0f}%); to go faster, do less work."
         ),
         evidence=tuple(ev[:3]),
         mechanism=(
-            f"The kernel keeps its limiting unit ({UNIT_WORDS[unit]}) busy with useful work over its whole run, on a "
+            f"The kernel keeps its limiting unit ({unit_words(f, unit)}) busy with useful work over its whole run, on a "
             "grid that fills the GPU; no mechanism (coalescing, bank conflicts, spills, divergence, grid size) "
             "explains a gap, so other counters (occupancy, registers, conflicts) are not problems here."
         ),

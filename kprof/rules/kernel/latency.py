@@ -14,7 +14,7 @@ from kprof.diagnose.roofline import (
     TENSOR_PIPE_METRICS,
     XU_PIPE_METRICS,
 )
-from kprof.facts.kernel import KernelFacts, unit_metric
+from kprof.facts.kernel import KernelFacts, unit_metric, unit_words
 from kprof.facts.names import ACHIEVED_OCC, THEORETICAL_OCC, WAVES
 from kprof.facts.stalls import GLOBAL_STALLS, STALL_WORDS
 from kprof.facts.units import UNIT_PRIORITY, UNIT_WORDS
@@ -45,7 +45,7 @@ def busiest_any(f: KernelFacts) -> Busiest:
     useful = [(u, f.util[u]) for u in UNIT_PRIORITY if u in f.util and u != "issue"]
     if useful:
         u, v = max(useful, key=lambda x: x[1])  # first in priority order among equals
-        best = (u, v, UNIT_WORDS[u], unit_metric(f, u))
+        best = (u, v, unit_words(f, u), unit_metric(f, u))
     else:
         best = ("issue", 0.0, UNIT_WORDS["issue"], COMPUTE_SOL)
     for key, (words, names) in _RAW_PIPES.items():

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kprof import thresholds as th
-from kprof.facts.kernel import UNDER_NCU, KernelFacts, unit_metric
+from kprof.facts.kernel import UNDER_NCU, KernelFacts, fp32_issue_note, unit_metric, unit_words
 from kprof.facts.names import DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, SECTION_OF
 from kprof.facts.stalls import STALL_WORDS, UNIT_THROTTLES
 from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS, USEFUL_UNITS
@@ -161,8 +161,11 @@ def _busiest_evidence(f: KernelFacts, c: _Case) -> Evidence:
     else:
         reference = f"below the {roof:.0f}% that counts as at the roof"
     plain = c.plain_latency
+    note = fp32_issue_note(f) if c.unit == "fp32" and not plain else ""
+    if note:
+        reference = f"{note}; {reference}"
     return Evidence(
-        name=f"busiest unit: {c.busiest[2] if plain else UNIT_WORDS[c.unit]}",
+        name=f"busiest unit: {c.busiest[2] if plain else unit_words(f, c.unit)}",
         value=round(100 * (c.busiest[1] if plain else c.util), 1),
         unit="% of peak",
         reference=reference,
@@ -254,7 +257,7 @@ def _latency_expect(f: KernelFacts, c: _Case) -> list[Expectation]:
 
 def _resource_text(f: KernelFacts, c: _Case) -> tuple[str, str, str]:
     """(headline, mechanism, fix) of a kernel limited by its busiest unit."""
-    words, util = UNIT_WORDS[c.unit], c.util
+    words, util = unit_words(f, c.unit), c.util
     roof = 100 * th.HEALTHY_FRACTION_OF_PEAK
     if c.at_roof:
         headline = f"{cap(words)} at {pc(util)}% of peak, but {c.why}."
@@ -309,7 +312,7 @@ def _resource_expect(f: KernelFacts, c: _Case) -> list[Expectation]:
             target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1) if rises else None,
             unit="%" if as_pct else "ns",
             value_now=round(100 * c.util, 1) if as_pct else f.v(DURATION),
-            label=f"{UNIT_WORDS[c.unit]} used" if as_pct else f"kernel duration ({UNDER_NCU})",
+            label=f"{unit_words(f, c.unit)} used" if as_pct else f"kernel duration ({UNDER_NCU})",
         )
     ]
 
