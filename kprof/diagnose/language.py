@@ -103,6 +103,13 @@ _LIBRARY_NAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("cuFFT", re.compile(r"cufft|^(regular|vector)_fft", re.I)),
+    (
+        "CUB",
+        re.compile(
+            r"\bcub::|\bDevice(Scan|Reduce|RadixSort|SegmentedRadixSort|SegmentedReduce|Select|Histogram|"
+            r"MergeSort|Partition|Scan\w*|Reduce\w*)Kernel\b|DeviceScanInitKernel|DeviceCompactInitKernel"
+        ),
+    ),
     ("cuSPARSE", re.compile(r"cusparse|csrmv|spmv|spmm", re.I)),
 )
 _PYTORCH_NAMES = re.compile(
@@ -118,7 +125,8 @@ _PYTORCH_NAMES = re.compile(
     r"tensor_kernel_scan_|radixSortKVInPlace|sortKeyValueInplace|bitonicSortKVInPlace|gatherTopK|"
     r"embedding_backward_|EmbeddingBag_|indexing_backward_kernel|RowwiseMomentsCUDAKernel|"
     r"upsample_\w+_out_frame|im2col_kernel|col2im_kernel|max_pool_forward_|avg_pool2d_out_cuda_frame|"
-    r"nll_loss_forward_|multi_tensor_apply_kernel|fused_dropout_kernel|triu_tril_kernel"
+    r"nll_loss_forward_|multi_tensor_apply_kernel|fused_dropout_kernel|triu_tril_kernel|"
+    r"conv_depthwise[23]d_\w*kernel|indexFuncLargeIndex|indexFuncSmallIndex"
 )
 _INDUCTOR_NAMES = re.compile(r"^triton_(poi|red|per|tem|mm|bmm|for)_")
 

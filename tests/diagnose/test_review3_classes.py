@@ -106,3 +106,31 @@ def test_host_work_without_module_loads_keeps_its_fix() -> None:
     d = _timeline("samples/timeline/host_compute_bound.sqlite.gz")
     assert d.bottleneck == B.HOST_COMPUTE_BOUND
     assert "recompile" not in (d.fix or "") and "module loads" not in d.headline
+
+
+# ----------------------------------------------------------------------------- fixes a reader can apply
+
+
+def test_atens_nchw_depthwise_convolution_gets_channels_last() -> None:
+    d = _kernel("validation/blind5/depthwise_nchw.raw.csv.gz")  # channels_last measured 3.5x faster
+    assert "channels_last" in (d.fix or "") and "hoist index arithmetic" not in (d.fix or "")
+
+
+def test_a_library_kernel_is_not_told_to_rebalance_its_own_warps() -> None:
+    d = _kernel("validation/blind5/lib_cumsum.raw.csv.gz")  # CUB's DeviceScanKernel under torch.cumsum
+    assert "CUB's kernel" in (d.fix or "") and "Balance the work" not in (d.fix or "")
+
+
+def test_a_narrow_load_is_named_with_its_width_and_the_wide_load() -> None:
+    d = _kernel("validation/blind6/cuda_half_scalar.ncu-rep.gz")  # 16 B per thread measured 2.7x faster
+    assert "2 bytes per LDG.E.U16" in (d.fix or "") and "8 consecutive elements" in (d.fix or "")
+
+
+def test_a_pointer_chase_is_not_told_to_load_wider() -> None:
+    d = _kernel("validation/cuda/list_walk.ncu-rep.gz")  # p = next[p]
+    assert "16-byte load" not in (d.fix or "") and "in flight" in (d.fix or "")
+
+
+def test_topk_is_not_offered_normalisation_kernels() -> None:
+    d = _kernel("validation/blind6/lib_topk_small.raw.csv.gz")
+    assert "normalisations" not in (d.fix or "")

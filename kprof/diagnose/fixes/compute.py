@@ -322,14 +322,34 @@ def instructions(c: Context) -> Text:
             "make the input contiguous once (or merge dimensions with view/flatten), or let torch.compile generate "
             "the indexing."
         )
+    if c.lang is L.PYTORCH and _DEPTHWISE_NCHW.search(c.k.name):
+        return mech, (
+            "PyTorch runs this depthwise convolution with its own generic kernel for NCHW tensors "
+            "(conv_depthwise2d: index math per output element); in channels_last memory format cuDNN's NHWC "
+            "depthwise kernels run instead: `model = model.to(memory_format=torch.channels_last)` and "
+            "`x = x.to(memory_format=torch.channels_last)` (keep the activations channels_last end to end so no "
+            "transposes are added), or torch.compile the block."
+        )
     if c.lang is L.PYTORCH:
+        fused = (
+            "; fused library kernels exist for normalisations and activations"
+            if _NORM_OR_ACTIVATION.search(c.k.name)
+            else ""
+        )
         return mech, (
             "This PyTorch kernel spends its issue slots on per-element overhead (conversions, index math, per-element "
             "divisions or running updates) rather than on the loads and the math the op needs: use a fused "
             "implementation that does fewer instructions per element (torch.compile generates one for the op and "
-            "its neighbours; fused library kernels exist for normalisations and activations)."
+            f"its neighbours{fused})."
         )
     return mech, keep_with_line(c)
+
+
+_DEPTHWISE_NCHW = re.compile(r"conv_depthwise[23]d", re.IGNORECASE)
+"""ATen's own depthwise convolution kernels (used for NCHW inputs; channels_last inputs go to cuDNN)."""
+
+_NORM_OR_ACTIVATION = re.compile(r"norm|softmax|gelu|silu|relu|sigmoid|tanh|activation", re.IGNORECASE)
+"""Kernel names of the ops that fused library kernels cover (normalisations, activations): wording only."""
 
 
 _FP64_CALL = re.compile(

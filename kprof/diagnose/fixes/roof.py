@@ -8,6 +8,7 @@ from kprof import thresholds as th
 from kprof.diagnose.fixes.context import B, Context, L, Text, keep_with_line, sass_index, where_sentence
 from kprof.diagnose.fixes.source import has_loop, strip_comments
 from kprof.diagnose.roofline import roofline
+from kprof.diagnose.sass import access_bytes, dataflow
 from kprof.diagnose.where import address_from_load
 from kprof.facts.sass_traits import synchronous_mma_loop
 from kprof.knowledge import instructions as ki
@@ -73,9 +74,57 @@ def latency(c: Context) -> Text:
             "fuses the neighbouring ops), or write the op in Triton with several independent loads per thread; "
             "profile the new kernel again."
         )
+    if c.lang is L.LIBRARY and "Flash" in (c.origin.library or ""):
+        return mech, None  # SDPA's FlashAttention kernel: the backend advice (fixes/__init__.py) applies
     if c.lang is L.LIBRARY:
-        return mech, None
+        lib = c.origin.library or "the library"
+        duration_ns = roofline(c.k).duration_ns
+        short = duration_ns is None or duration_ns < th.SHORT_LAUNCH_NS
+        return mech, (
+            f"This is {lib}'s kernel: its code, block size and work per thread are {lib}'s, so nothing inside it can "
+            "be changed from the caller. "
+            + (
+                "Give it more work per call (batch the calls), so more loads are in flight per launch; "
+                if short
+                else ""
+            )
+            + ("a" if short else "A")
+            + " different implementation of the op (torch.compile's generated kernel, another library entry point "
+            "suited to this shape) or fusing it with the ops around it (so the data is read once) are the changes "
+            "that can help; measure each against this one."
+        )
+    if c.is_cuda:
+        wider = _wider_loads(c)
+        if wider:
+            return mech, wider
     return mech, keep_with_line(c)
+
+
+def _wider_loads(c: Context) -> str | None:
+    """CUDA C++ waiting on a narrow global load: how many bytes each thread loads now, and the wide load to use."""
+    i = sass_index(c, c.top)
+    if i is None:
+        return None
+    s = c.k.sass[i]
+    top = c.top
+    if s.mnemonic not in ("LDG", "LD") or top is None or "mostly long_scoreboard" not in top.detail:
+        return None  # the warps wait on something else than this load's data
+    dependent = dataflow(c.k.sass).dependent_pcs
+    same_line = [x.pc for x in c.k.sass if top.line is not None and x.line == top.line and x.file == top.file]
+    if s.pc in dependent or any(pc in dependent for pc in same_line) or address_from_load(c.k.sass, i):
+        return None  # a chase or gather on this line: its next address needs loaded data, wider loads do not apply
+    width = access_bytes(s.opcode)
+    if width >= 16:
+        return None
+    per = 16 // width
+    ref = c.line_ref() or "the waited-on load"
+    return (
+        f"On {ref}: each thread loads {width} byte{'s' if width != 1 else ''} per {s.opcode} (a warp "
+        f"{32 * width} B per request), so few bytes are in flight per warp however many warps are resident. Let each "
+        f"thread load {per} consecutive elements at once with one 16-byte load (a `uint4`/`float4` or `__half2` x4 "
+        f"through `reinterpret_cast`, aligned to 16 bytes; the grid {per}x smaller, or a grid-stride loop) and "
+        "compute them all, or unroll several independent loads per thread before using any of them."
+    )
 
 
 _BLOCK_K = re.compile(r"\b(BLOCK_K|BLOCK_SIZE_K|BK|BLOCK_K_SIZE|TILE_K)\s*:\s*tl\.constexpr")
