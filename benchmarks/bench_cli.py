@@ -2,8 +2,10 @@
 
     python benchmarks/bench_cli.py [REPORT.ncu-rep ...] [--repeats 5] [--many N]
 
-For each report (default: every ``.ncu-rep`` of ``data/samples/ncu``) it times, each in a fresh
-process and alternating so that a busy machine slows both alike:
+For each report (default: every ``.ncu-rep`` and ``.ncu-rep.gz`` of ``data/samples/ncu``, where the samples are
+stored gzip-compressed; a ``.gz`` is decompressed into a temporary folder first, untimed, so that both sides
+read the same plain report) it times, each in a fresh process and alternating so that a busy machine slows
+both alike:
 
 - ``kprof`` (cold): ``python -m kprof diagnose REPORT`` (what the ``kprof`` command runs) with the cache of
   read reports off (``KPROF_CACHE=0``), end to end: interpreter start, imports, the reader process, the
@@ -26,6 +28,7 @@ folder) to time the cost per launch.
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import statistics
 import struct
@@ -132,6 +135,16 @@ def many_launches(report: Path, copies: int, folder: Path) -> Path:
     return dst
 
 
+def plain_report(report: Path, folder: Path) -> Path:
+    """``report`` itself, or for a ``NAME.ncu-rep.gz`` its content as ``folder/NAME.ncu-rep`` (the
+    baseline's ``ncu_report`` reads only plain reports)."""
+    if not report.name.endswith(".gz"):
+        return report
+    dst = folder / report.name.removesuffix(".gz")
+    dst.write_bytes(gzip.decompress(report.read_bytes()))
+    return dst
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="*", type=Path)
@@ -140,8 +153,11 @@ def main() -> int:
     ap.add_argument("--sass", action="store_true", help="also time the baseline reading each launch's SASS")
     ap.add_argument("--many", type=int, default=0, metavar="N", help="also time N-fold launches of the first")
     args = ap.parse_args()
-    reports = args.reports or sorted((REPO / "data/samples/ncu").glob("*.ncu-rep"))
+    samples = REPO / "data/samples/ncu"
+    reports = args.reports or sorted([*samples.glob("*.ncu-rep"), *samples.glob("*.ncu-rep.gz")])
     with tempfile.TemporaryDirectory(prefix="kprof-bench-cli-") as tmp:
+        (Path(tmp) / "plain").mkdir()
+        reports = [plain_report(r, Path(tmp) / "plain") for r in reports]
         if args.many:
             reports = [*reports, many_launches(reports[0], args.many, Path(tmp))]
         extra = (f" {'in-process s':>12}" if args.in_process else "") + (

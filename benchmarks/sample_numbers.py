@@ -3,7 +3,7 @@
 
     python3 benchmarks/sample_numbers.py            # needs `pip install ncu-report` for the .ncu-rep part
 
-Kernel samples: opens each ncu/*.ncu-rep with ncu_report, checks it holds 1 range with 1 named launch,
+Kernel samples: opens each ncu/*.ncu-rep[.gz] with ncu_report (a .gz decompressed into a temporary folder), checks it holds 1 range with 1 named launch,
 and prints the SpeedOfLight numbers plus the mechanism metrics. Timeline samples: opens each
 timeline/*.sqlite with sqlite3 (kernel, graph and memcpy rows, GPU-busy share of the span from the
 first NVTX step to the last GPU activity, top runtime calls) and each timeline/*.json.gz (kernel
@@ -18,6 +18,7 @@ import json
 import os
 import sqlite3
 import sys
+import tempfile
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "samples")
 PROBLEMS: list[str] = []
@@ -46,8 +47,14 @@ def _ncu() -> None:
     fmt = lambda v: "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     print("| file | kernel | ncu duration us | SM % | memory % | DRAM % | mechanism metrics |")
     print("|---|---|---|---|---|---|---|")
-    for path in sorted(glob.glob(os.path.join(HERE, "ncu", "*.ncu-rep"))):
+    tmp = tempfile.TemporaryDirectory(prefix="kprof-sample-numbers-")
+    for path in sorted(glob.glob(os.path.join(HERE, "ncu", "*.ncu-rep")) + glob.glob(os.path.join(HERE, "ncu", "*.ncu-rep.gz"))):
         rel = os.path.relpath(path, HERE)
+        if path.endswith(".gz"):  # the samples are stored gzip-compressed; ncu_report reads plain reports
+            plain = os.path.join(tmp.name, os.path.basename(path)[: -len(".gz")])
+            with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+                dst.write(src.read())
+            path = plain
         r = ncu_report.load_report(path)
         if r.num_ranges() != 1 or r.range_by_idx(0).num_actions() != 1:
             PROBLEMS.append(f"{rel}: expected 1 range with 1 action")

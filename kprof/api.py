@@ -165,8 +165,8 @@ def compare(
     Examples
     --------
     >>> import kprof
-    >>> c = kprof.compare("data/samples/ncu/pair_transpose_before.ncu-rep",
-    ...                   "data/samples/ncu/pair_transpose_after.ncu-rep")[0]  # doctest: +SKIP
+    >>> c = kprof.compare("data/samples/ncu/pair_transpose_before.ncu-rep.gz",
+    ...                   "data/samples/ncu/pair_transpose_after.ncu-rep.gz")[0]  # doctest: +SKIP
     >>> c.verdict.value, round(c.speedup, 1)  # doctest: +SKIP
     ('improved', 6.8)
     """

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,32 @@ def samples_dir() -> Path:
     if not (SAMPLES / "manifest.json").exists():
         pytest.skip(f"no sample gallery at {SAMPLES} (data/samples/manifest.json missing)")
     return SAMPLES
+
+
+def ncu_sample_bytes(name: str) -> bytes:
+    """The bytes of the sample report ``NAME`` as ncu wrote it. The samples are stored gzip-compressed
+    (``data/samples/ncu/NAME.ncu-rep.gz``, to keep the working tree small); tests of what happens to a
+    plain ``.ncu-rep`` (the reader, cuts, flips, copies) start from these bytes. b"" when it is missing."""
+    gz = SAMPLES / "ncu" / f"{name}.ncu-rep.gz"
+    return gzip.decompress(gz.read_bytes()) if gz.is_file() else b""
+
+
+@pytest.fixture(scope="session")
+def plain_ncu(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``plain_ncu(NAME)``: the sample report ``NAME`` as a plain ``NAME.ncu-rep``, decompressed once per
+    session into a temporary folder (never beside the samples); skips when the sample is missing."""
+    folder = tmp_path_factory.mktemp("plain-ncu")
+
+    def get(name: str) -> Path:
+        dst = folder / f"{name}.ncu-rep"
+        if not dst.exists():
+            data = ncu_sample_bytes(name)
+            if not data:
+                pytest.skip(f"{SAMPLES / 'ncu' / name}.ncu-rep.gz not in the sample gallery")
+            dst.write_bytes(data)
+        return dst
+
+    return get
 
 
 @pytest.fixture(scope="session")

@@ -360,7 +360,7 @@ def test_auto_profiles_the_top_kernel_past_warmup_when_gpu_bound(fakes, syntheti
     if not synthetic:
         needs_sample("timeline/gpu_bound.sqlite")
     kernel = GEMM if synthetic else REAL_GEMM
-    rep = SAMPLES / "ncu" / "tensor_core_bound.ncu-rep"
+    rep = SAMPLES / "ncu" / "tensor_core_bound.ncu-rep.gz"
     if rep.is_file():
         env["KPROF_FAKE_NCU_SAMPLE"] = str(rep)
     r = fakes.run("auto", "-o", "cap", "--", *PROGRAM, KPROF_FAKE_KERNELS=kernel, **env)

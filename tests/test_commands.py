@@ -75,7 +75,7 @@ def _commands(text: str, tool: str) -> list[str]:
 
 
 def test_kernel_diagnoses_suggest_kprofs_capture_beside_the_real_file():
-    reports = sorted((SAMPLES / "ncu").glob("*.ncu-rep"))
+    reports = sorted((SAMPLES / "ncu").glob("*.ncu-rep.gz"))
     if not reports:
         pytest.skip("no ncu samples")
     import kprof

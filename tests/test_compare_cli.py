@@ -31,7 +31,7 @@ def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
 
 
 def test_kernel_pair_text(samples_dir):
-    r = run_cli(NCU / "pair_transpose_before.ncu-rep", NCU / "pair_transpose_after.ncu-rep")
+    r = run_cli(NCU / "pair_transpose_before.ncu-rep.gz", NCU / "pair_transpose_after.ncu-rep.gz")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("[improved] 6.75x faster: transpose [grid 256x256x1, block 32x8x1]")
     assert "measured under ncu" in r.stdout
@@ -42,7 +42,9 @@ def test_kernel_pair_text(samples_dir):
 
 def test_kernel_pair_json_shape(samples_dir):
     r = run_cli(
-        NCU / "pair_smem_column_sum_before.ncu-rep", NCU / "pair_smem_column_sum_after.ncu-rep", "--json"
+        NCU / "pair_smem_column_sum_before.ncu-rep.gz",
+        NCU / "pair_smem_column_sum_after.ncu-rep.gz",
+        "--json",
     )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -77,7 +79,7 @@ def test_timeline_pair_json(samples_dir):
 
 
 def test_mismatched_pair_exits_2_with_one_line_naming_both_files(samples_dir):
-    b, a = NCU / "pair_transpose_before.ncu-rep", NCU / "pair_smem_column_sum_after.ncu-rep"
+    b, a = NCU / "pair_transpose_before.ncu-rep.gz", NCU / "pair_smem_column_sum_after.ncu-rep.gz"
     r = run_cli(b, a, "--json")
     assert r.returncode == 2
     assert r.stdout == ""
@@ -88,19 +90,19 @@ def test_mismatched_pair_exits_2_with_one_line_naming_both_files(samples_dir):
 
 
 def test_kernel_against_timeline_exits_2(samples_dir):
-    r = run_cli(NCU / "pair_transpose_before.ncu-rep", TL / "pair_graph_after.sqlite")
+    r = run_cli(NCU / "pair_transpose_before.ncu-rep.gz", TL / "pair_graph_after.sqlite")
     assert r.returncode == 2
     assert "compare two timelines or two kernel reports" in r.stderr
 
 
 def test_missing_file_exits_2(tmp_path, samples_dir):
-    r = run_cli(tmp_path / "nope.ncu-rep", NCU / "pair_transpose_after.ncu-rep")
+    r = run_cli(tmp_path / "nope.ncu-rep", NCU / "pair_transpose_after.ncu-rep.gz")
     assert r.returncode == 2
     assert r.stderr.strip() == f"kprof: error: {tmp_path / 'nope.ncu-rep'}: no such file"
 
 
 def test_usage_error_exits_2():
-    r = run_cli(NCU / "pair_transpose_before.ncu-rep")
+    r = run_cli(NCU / "pair_transpose_before.ncu-rep.gz")
     assert r.returncode == 2
     assert "AFTER" in r.stderr
 
@@ -110,7 +112,11 @@ def test_in_process_cli_matches_subprocess(capsys, samples_dir):
 
     assert (
         main(
-            ["compare", str(NCU / "pair_transpose_before.ncu-rep"), str(NCU / "pair_transpose_after.ncu-rep")]
+            [
+                "compare",
+                str(NCU / "pair_transpose_before.ncu-rep.gz"),
+                str(NCU / "pair_transpose_after.ncu-rep.gz"),
+            ]
         )
         == 0
     )

@@ -276,7 +276,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_cli_writes_the_trace_and_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     src = SAMPLES / "timeline" / "sync_bound.sqlite"
-    rep = SAMPLES / "ncu" / "small_grid.ncu-rep"
+    rep = SAMPLES / "ncu" / "small_grid.ncu-rep.gz"
     if not (src.is_file() and rep.is_file()):
         pytest.skip("samples missing")
     r = _cli(str(src), cwd=tmp_path)

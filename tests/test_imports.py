@@ -56,7 +56,7 @@ def test_the_lazy_names_still_resolve() -> None:
 
 def test_a_kernel_report_is_diagnosed_and_printed_without_numpy_or_jinja2() -> None:
     pytest.importorskip("ncu_report")
-    report = SAMPLES / "ncu" / "small_grid.ncu-rep"
+    report = SAMPLES / "ncu" / "small_grid.ncu-rep.gz"
     if not report.exists():
         pytest.skip(f"{report} missing")
     code = (

@@ -85,7 +85,7 @@ def test_bad_inputs_raise_one_line_errors(tmp_path) -> None:
         jobs.diagnose_job([STRAGGLER_NSYS[0], str(MULTI / "ddp_rank0.json.gz")])
     with pytest.raises(KprofInputError, match="no file matches"):
         jobs.diagnose_job(str(tmp_path / "nothing*.sqlite"))
-    ncu = next((SAMPLES / "ncu").glob("*.ncu-rep"), None)
+    ncu = next((SAMPLES / "ncu").glob("*.ncu-rep.gz"), None)
     if ncu is not None:
         with pytest.raises(KprofInputError, match="not a timeline"):
             jobs.diagnose_job([STRAGGLER_NSYS[0], str(ncu)])

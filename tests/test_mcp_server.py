@@ -9,6 +9,7 @@ whose text is the command line's own one-line error, and the server serves the n
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -32,7 +33,7 @@ FAKES = REPO / "tests" / "fake_tools"
 SYNC = SAMPLES / "timeline" / "sync_bound.sqlite"
 BEFORE = SAMPLES / "timeline" / "pair_graph_before.sqlite"
 AFTER = SAMPLES / "timeline" / "pair_graph_after.sqlite"
-NCU_REP = SAMPLES / "ncu" / "uncoalesced_global_access.ncu-rep"
+NCU_REP = SAMPLES / "ncu" / "uncoalesced_global_access.ncu-rep.gz"
 
 
 def needs(*paths: Path) -> None:
@@ -154,7 +155,7 @@ def test_a_report_that_crashes_ncu_report_is_a_tool_error_and_the_server_goes_on
     from tests.reliability.nvr import smash_cubin_section
 
     bad = tmp_path / "smashed.ncu-rep"
-    bad.write_bytes(smash_cubin_section(NCU_REP.read_bytes()))
+    bad.write_bytes(smash_cubin_section(gzip.decompress(NCU_REP.read_bytes())))  # the sample is gzipped
 
     async def calls(c: Client) -> tuple[Any, Any]:
         crashed = await c.call_tool("diagnose", {"paths": [str(bad)]})

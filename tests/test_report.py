@@ -69,6 +69,18 @@ def test_inputs_go_to_their_stages_and_pairs_are_found(tmp_path):
     assert report.sort_inputs([trace]).stages() == ["timeline"]
 
 
+def test_gzipped_reports_pair_like_plain_ones(samples_dir):
+    """The shipped kernel reports are stored as NAME.ncu-rep.gz: the default report still finds their pairs."""
+    pairs = report.find_pairs(report.sample_paths("kernel"))
+    assert sorted((Path(b).name, Path(a).name) for b, a in pairs) == [
+        ("pair_smem_column_sum_before.ncu-rep.gz", "pair_smem_column_sum_after.ncu-rep.gz"),
+        ("pair_transpose_before.ncu-rep.gz", "pair_transpose_after.ncu-rep.gz"),
+    ]
+    assert report.find_pairs(["a/t_before.sqlite.gz", "a/t_after.sqlite.gz"]) == [
+        ("a/t_before.sqlite.gz", "a/t_after.sqlite.gz")
+    ]
+
+
 def test_ranks_of_one_job_go_to_the_job_stage(samples_dir):
     from kprof.jobs import sample_job_paths
 
@@ -91,12 +103,12 @@ def test_a_folder_stands_for_the_profiles_in_it(tmp_path, samples_dir):
     runs = tmp_path / "runs"
     (runs / "deeper").mkdir(parents=True)
     shutil.copy(samples_dir / "timeline" / "sync_bound.sqlite", runs)
-    shutil.copy(samples_dir / "ncu" / "small_grid.ncu-rep", runs / "deeper")
+    shutil.copy(samples_dir / "ncu" / "small_grid.ncu-rep.gz", runs / "deeper")
     (runs / "notes.json").write_text('{"not": "a trace"}')  # data files beside profiles are skipped
     (runs / "train.py").write_text("print()")
     inputs = report.sort_inputs([runs])
     assert inputs.timelines == (str(runs / "sync_bound.sqlite"),)
-    assert inputs.kernels == (str(runs / "deeper" / "small_grid.ncu-rep"),)
+    assert inputs.kernels == (str(runs / "deeper" / "small_grid.ncu-rep.gz"),)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(KprofInputError, match="holds no profile"):
@@ -118,7 +130,7 @@ def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
     real = kprof.io.load
     monkeypatch.setattr(kprof.io, "load", lambda p: calls.append(p) or real(p))
     monkeypatch.setattr(report.views, "_LOADED", {})
-    p = str(samples_dir / "ncu" / "small_grid.ncu-rep")
+    p = str(samples_dir / "ncu" / "small_grid.ncu-rep.gz")
     profiles, entries = report.kernel_entries([p])
     assert report.kernel_entries([p])[0][p] is profiles[p] and report.load_profile(p) is profiles[p]
     assert calls == [p]  # read once, however many notebooks ask

@@ -63,9 +63,9 @@ def test_examples_are_clean(path: Path):
 SUBSET = {
     "timeline_paths": ["timeline/host_launch_bound.sqlite", "timeline/pair_graph_after.json.gz"],
     "kernel_paths": [
-        "ncu/pair_transpose_before.ncu-rep",
-        "ncu/pair_transpose_after.ncu-rep",
-        "ncu/no_tensor_cores.ncu-rep",
+        "ncu/pair_transpose_before.ncu-rep.gz",
+        "ncu/pair_transpose_after.ncu-rep.gz",
+        "ncu/no_tensor_cores.ncu-rep.gz",
     ],
 }
 # Templates whose inputs are not a plain list of captures get their own subset.
@@ -73,7 +73,9 @@ SUBSET_BY_TEMPLATE = {
     "04_job": {
         "timeline_paths": ["multirank/ddp_straggler_rank0.sqlite", "multirank/ddp_straggler_rank1.sqlite"]
     },
-    "05_compare": {"pairs": [["ncu/pair_transpose_before.ncu-rep", "ncu/pair_transpose_after.ncu-rep"]]},
+    "05_compare": {
+        "pairs": [["ncu/pair_transpose_before.ncu-rep.gz", "ncu/pair_transpose_after.ncu-rep.gz"]]
+    },
 }
 
 
@@ -126,7 +128,7 @@ def test_template_runs_on_samples_with_widgets(path: Path, tmp_path: Path):
     assert "kp-overview" in html[0]  # the verdicts are the first thing shown
     shown = " ".join(html)
     assert (
-        "sync_bound.sqlite" not in shown and "atomic_contention.ncu-rep" not in shown
+        "sync_bound.sqlite" not in shown and "atomic_contention.ncu-rep.gz" not in shown
     )  # the subset was used
     assert ("host_launch_bound.sqlite" in shown) == (path.stem == "01_timeline")
     assert _outputs(nb, report.DIAGNOSES_MIME) or path.stem == "03_mechanism"

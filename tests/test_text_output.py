@@ -16,10 +16,13 @@ from .conftest import SAMPLES
 
 NCU = SAMPLES / "ncu"
 TIMELINE = SAMPLES / "timeline"
-PAIR = [str(NCU / "pair_smem_column_sum_before.ncu-rep"), str(NCU / "pair_smem_column_sum_after.ncu-rep")]
+PAIR = [
+    str(NCU / "pair_smem_column_sum_before.ncu-rep.gz"),
+    str(NCU / "pair_smem_column_sum_after.ncu-rep.gz"),
+]
 
 needs_samples = pytest.mark.skipif(
-    not (NCU / "pair_smem_column_sum_before.ncu-rep").exists(), reason="no samples"
+    not (NCU / "pair_smem_column_sum_before.ncu-rep.gz").exists(), reason="no samples"
 )
 
 
@@ -44,7 +47,7 @@ def test_two_reports_of_one_kernel_are_told_apart_by_their_file():
 
 @needs_samples
 def test_every_diagnosis_in_text_names_its_file():
-    paths = [str(TIMELINE / "sync_bound.sqlite"), str(NCU / "small_grid.ncu-rep"), *PAIR]
+    paths = [str(TIMELINE / "sync_bound.sqlite"), str(NCU / "small_grid.ncu-rep.gz"), *PAIR]
     text = kprof("diagnose", *paths)
     js = kprof("diagnose", "--json", *paths)
     ds = json.loads(js.stdout)["diagnoses"]
@@ -58,7 +61,7 @@ def test_every_diagnosis_in_text_names_its_file():
 def test_order_across_files_is_the_one_the_help_states():
     help_text = kprof("diagnose", "--help").stdout
     assert "timeline captures and jobs first" in " ".join(help_text.split())
-    healthy_first = [str(NCU / "tensor_core_bound.ncu-rep"), str(TIMELINE / "gpu_bound.sqlite"), *PAIR]
+    healthy_first = [str(NCU / "tensor_core_bound.ncu-rep.gz"), str(TIMELINE / "gpu_bound.sqlite"), *PAIR]
     ds = json.loads(kprof("diagnose", "--json", *healthy_first).stdout)["diagnoses"]
     kinds = [d["subject"]["kind"] for d in ds]
     assert kinds[0] == "capture" and set(kinds[1:]) == {
@@ -71,7 +74,9 @@ def test_order_across_files_is_the_one_the_help_states():
 
 @needs_samples
 def test_no_raw_nanoseconds_bytes_or_exponents_in_the_text():
-    paths = sorted(str(p) for p in TIMELINE.glob("*.sqlite")) + sorted(str(p) for p in NCU.glob("*.ncu-rep"))
+    paths = sorted(str(p) for p in TIMELINE.glob("*.sqlite")) + sorted(
+        str(p) for p in NCU.glob("*.ncu-rep.gz")
+    )
     out = kprof("diagnose", *paths).stdout
     assert not re.search(r"\d,\d{3},\d{3} ns\b", out)  # 49,962,769 ns is 50 ms
     assert not re.search(r"\d,\d{3},\d{3} B\b", out)  # 335,544,320 B is 336 MB

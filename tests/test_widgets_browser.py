@@ -28,7 +28,7 @@ from .conftest import SAMPLES
 
 pytestmark = pytest.mark.slow
 
-REPORTS = [SAMPLES / "ncu" / "small_grid.ncu-rep", SAMPLES / "ncu" / "shared_bank_conflicts.ncu-rep"]
+REPORTS = [SAMPLES / "ncu" / "small_grid.ncu-rep.gz", SAMPLES / "ncu" / "shared_bank_conflicts.ncu-rep.gz"]
 TOKEN = "kprof-browser-test"
 # Playwright adds its own headless switch; the page may reach this machine's JupyterLab and nothing else
 FLAGS = [

@@ -211,11 +211,19 @@ TOOLS_BY_KIND = {
     "kineto": {"python", "torch", "torch_cuda"},
 }
 
-# Kernel samples whose report is stored gzip-compressed (generate.sh's NCU_GZ).
-NCU_GZ = {"triton_fp32_ieee_dot", "torch_permute_copy"}
 TIMELINE_FILES = [("nsys-rep", ".nsys-rep"), ("nsys-sqlite", ".sqlite"), ("kineto", ".json.gz")]
 # Timeline samples whose SQLite export is stored gzip-compressed (generate.sh's SQLITE_GZ): size only.
 SQLITE_GZ = {"host_compute_bound", "pinned_unoverlapped_copies", "whole_process_launch_bound", "teardown_after_loop"}
+
+
+def _report(sid: str) -> str:
+    """A kernel sample's report: ``ncu/SID.ncu-rep.gz`` as generate.sh stores it (gzip -9 -n), or a plain
+    ``ncu/SID.ncu-rep`` where only that is present (an unpacked capture that was not compressed)."""
+    gz = f"ncu/{sid}.ncu-rep.gz"
+    plain = gz.removesuffix(".gz")
+    if not os.path.isfile(os.path.join(HERE, gz)) and os.path.isfile(os.path.join(HERE, plain)):
+        return plain
+    return gz
 
 
 def _sha256(path: str) -> str:
@@ -298,15 +306,15 @@ def main() -> int:
     by_id = {}
     for sid, workload, bottleneck, verdict, desc, pname, prole in KERNEL_SAMPLES:
         by_id[sid] = (workload, bottleneck, verdict, desc)
-        rep = f"ncu/{sid}.ncu-rep" + (".gz" if sid in NCU_GZ else "")
-        add(rep, "ncu-rep", workload, bottleneck, verdict, desc + (" gzip -9." if sid in NCU_GZ else ""),
+        rep = _report(sid)
+        add(rep, "ncu-rep", workload, bottleneck, verdict, desc + (" gzip -9." if rep.endswith(".gz") else ""),
             _pair(pname, prole))
     for sid, pages in CSV_SAMPLES:
         workload, bottleneck, verdict, desc = by_id[sid]
         for page in pages:
             kind, suffix = f"ncu-csv-{page}", f".{page}.csv"
             add(f"ncu/{sid}{suffix}", kind, workload, bottleneck, verdict,
-                f"CSV export (--page {page}) of ncu/{sid}.ncu-rep (see that entry).", None)
+                f"CSV export (--page {page}) of ncu/{sid}.ncu-rep (see the entry of {_report(sid)}).", None)
     for sid, workload, bottleneck, verdict, desc, pname, prole in TIMELINE_SAMPLES:
         for kind, suffix in TIMELINE_FILES:
             d = desc if kind != "nsys-sqlite" else f"SQLite export of timeline/{sid}.nsys-rep (see that entry)."

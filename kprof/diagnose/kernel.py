@@ -130,7 +130,7 @@ def diagnose_kernels(profile: KernelProfile, timeline: Any = None) -> list[Diagn
     Examples
     --------
     >>> import kprof
-    >>> ds = diagnose_kernels(kprof.load("data/samples/small_grid.ncu-rep"))  # doctest: +SKIP
+    >>> ds = diagnose_kernels(kprof.load("data/samples/ncu/small_grid.ncu-rep.gz"))  # doctest: +SKIP
     >>> ds[0].bottleneck.value  # doctest: +SKIP
     'small_grid'
     """

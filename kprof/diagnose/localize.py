@@ -30,7 +30,7 @@ def localize(k: KernelLaunch, d: Diagnosis) -> Diagnosis:
     --------
     >>> import kprof
     >>> from kprof.diagnose.kernel import diagnose_launch
-    >>> k = kprof.load("data/samples/ncu/long_kernel_one_line.ncu-rep")[0]  # doctest: +SKIP
+    >>> k = kprof.load("data/samples/ncu/long_kernel_one_line.ncu-rep.gz")[0]  # doctest: +SKIP
     >>> diagnose_launch(k).where[0].line  # doctest: +SKIP
     22
     """

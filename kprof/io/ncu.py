@@ -161,7 +161,7 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
 
     Examples
     --------
-    >>> prof = load_ncu_report("data/samples/small_grid.ncu-rep")  # doctest: +SKIP
+    >>> prof = load_ncu_report("small_grid.ncu-rep")  # gunzip -k data/samples/ncu/small_grid.ncu-rep.gz  # doctest: +SKIP
     >>> prof[0].value("launch__waves_per_multiprocessor")  # doctest: +SKIP
     0.06
     """

@@ -105,7 +105,7 @@ def check_report_structure(path: str | os.PathLike[str]) -> ReportStructure:
 
     Examples
     --------
-    >>> check_report_structure("data/samples/ncu/small_grid.ncu-rep")  # doctest: +SKIP
+    >>> check_report_structure("small_grid.ncu-rep")  # gunzip -k data/samples/ncu/small_grid.ncu-rep.gz  # doctest: +SKIP
     ReportStructure(size=1411817, blocks=10, sources=1, results=1)
     """
     p = os.fspath(path)

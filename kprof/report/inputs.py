@@ -158,8 +158,8 @@ _PAIR_NAME = re.compile(r"^(?P<stem>.*?)[_.-](?P<role>before|after)$", re.IGNORE
 
 
 def _stem(path: str) -> str:
-    name = Path(path).name
-    for suffix in (".ncu-rep", ".csv", ".nsys-rep", ".sqlite", ".json.gz", ".json"):
+    name = Path(path).name.removesuffix(".gz")  # x_before.ncu-rep.gz pairs like x_before.ncu-rep
+    for suffix in (".ncu-rep", ".csv", ".nsys-rep", ".sqlite", ".json"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
@@ -172,6 +172,8 @@ def find_pairs(paths: Sequence[str]) -> list[tuple[str, str]]:
     --------
     >>> find_pairs(["a/t_before.ncu-rep", "a/t_after.ncu-rep", "a/other.ncu-rep"])
     [('a/t_before.ncu-rep', 'a/t_after.ncu-rep')]
+    >>> find_pairs(["a/t_before.ncu-rep.gz", "a/t_after.ncu-rep.gz"])
+    [('a/t_before.ncu-rep.gz', 'a/t_after.ncu-rep.gz')]
     """
     roles: dict[tuple[str, str], dict[str, str]] = {}
     for p in paths:

@@ -38,7 +38,7 @@ def load_profile(path: str | os.PathLike[str]) -> Any:
 
     Examples
     --------
-    >>> load_profile("data/samples/ncu/small_grid.ncu-rep") is load_profile("data/samples/ncu/small_grid.ncu-rep")  # doctest: +SKIP
+    >>> load_profile("data/samples/ncu/small_grid.ncu-rep.gz") is load_profile("data/samples/ncu/small_grid.ncu-rep.gz")  # doctest: +SKIP
     True
     """
     from kprof.io import load

@@ -53,13 +53,13 @@ def _checks(c: Comparison) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def transpose(samples_dir) -> Comparison:
-    (c,) = compare(*_pair("pair_transpose", "ncu-rep"))
+    (c,) = compare(*_pair("pair_transpose", "ncu-rep.gz"))
     return c
 
 
 @pytest.fixture(scope="module")
 def smem(samples_dir) -> Comparison:
-    (c,) = compare(*_pair("pair_smem_column_sum", "ncu-rep"))
+    (c,) = compare(*_pair("pair_smem_column_sum", "ncu-rep.gz"))
     return c
 
 
@@ -184,12 +184,12 @@ def test_same_capture_against_itself_is_unchanged(samples_dir):
     (c,) = compare(TL / "gpu_bound.sqlite", TL / "gpu_bound.sqlite")
     assert c.verdict is ComparisonVerdict.UNCHANGED and c.speedup == pytest.approx(1.0)
     assert c.noise_threshold == th.TIMELINE_MIN_NOISE  # GPU-bound on both sides
-    (k,) = compare(NCU / "pair_transpose_after.ncu-rep", NCU / "pair_transpose_after.ncu-rep")
+    (k,) = compare(NCU / "pair_transpose_after.ncu-rep.gz", NCU / "pair_transpose_after.ncu-rep.gz")
     assert k.verdict is ComparisonVerdict.UNCHANGED and k.speedup == 1.0
 
 
 def test_compare_accepts_loaded_profiles_and_is_exported(samples_dir):
-    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep"))
+    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep.gz"))
     (c,) = kprof.compare(b, a)
     assert c.file_before == b.source and c.verdict is ComparisonVerdict.IMPROVED
     assert "compare" in kprof.__all__
@@ -197,7 +197,7 @@ def test_compare_accepts_loaded_profiles_and_is_exported(samples_dir):
 
 
 def test_kernel_durations_come_from_timelines_when_given(samples_dir):
-    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep"))
+    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep.gz"))
     rng = np.random.default_rng(0)
 
     def tl(ns: float) -> Timeline:
@@ -234,7 +234,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def test_different_kernels_are_refused_with_both_files_named(samples_dir):
-    b, a = NCU / "pair_transpose_before.ncu-rep", NCU / "pair_smem_column_sum_after.ncu-rep"
+    b, a = NCU / "pair_transpose_before.ncu-rep.gz", NCU / "pair_smem_column_sum_after.ncu-rep.gz"
     with pytest.raises(KprofInputError) as ei:
         compare(b, a)
     msg = _one_line(ei.value)
@@ -243,7 +243,7 @@ def test_different_kernels_are_refused_with_both_files_named(samples_dir):
 
 
 def test_different_gpus_are_refused(samples_dir):
-    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep"))
+    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep.gz"))
     a100 = dataclasses.replace(a, launches=tuple(dataclasses.replace(k, device="NVIDIA A100") for k in a))
     with pytest.raises(KprofInputError) as ei:
         compare(b, a100)
@@ -261,16 +261,16 @@ def test_timelines_from_different_gpus_are_refused(samples_dir):
 
 def test_kernel_report_against_timeline_is_refused(samples_dir):
     with pytest.raises(KprofInputError, match="compare two timelines or two kernel reports"):
-        compare(NCU / "pair_transpose_before.ncu-rep", TL / "pair_graph_after.sqlite")
+        compare(NCU / "pair_transpose_before.ncu-rep.gz", TL / "pair_graph_after.sqlite")
 
 
 def test_missing_file_is_a_clear_error(tmp_path, samples_dir):
     with pytest.raises(KprofInputError, match="no such file"):
-        compare(tmp_path / "nope.ncu-rep", NCU / "pair_transpose_after.ncu-rep")
+        compare(tmp_path / "nope.ncu-rep", NCU / "pair_transpose_after.ncu-rep.gz")
 
 
 def test_same_name_other_launch_configuration_is_compared_with_a_note(samples_dir):
-    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep"))
+    b, a = (kprof.load(p) for p in _pair("pair_transpose", "ncu-rep.gz"))
     a2 = dataclasses.replace(a, launches=tuple(dataclasses.replace(k, grid=(128, 256, 1)) for k in a))
     (c,) = compare(b, a2)
     assert c.speedup == pytest.approx(6.75, rel=0.01)
@@ -524,7 +524,7 @@ def test_to_dict_matches_the_contract(transpose):
     assert list(d)[:6] == ["subject", "verdict", "speedup", "before", "after", "expectations"]
     assert d["verdict"] == "improved"
     assert d["before"]["bottleneck"] == "uncoalesced_global_access"
-    assert d["before"]["file"].endswith("pair_transpose_before.ncu-rep")
+    assert d["before"]["file"].endswith("pair_transpose_before.ncu-rep.gz")
     assert kprof.Diagnosis.from_dict(d["after"]) == transpose.after
     for x in d["expectations"]:
         assert list(x)[:6] == ["metric", "direction", "target", "before", "after", "met"]
@@ -595,8 +595,8 @@ def test_compare_notebook_shows_a_mismatched_pair_as_a_message(tmp_path, samples
 
     monkeypatch.setitem(report.TEMPLATES, "compare", "05_compare.ipynb")
     params = {
-        "before": str(NCU / "pair_transpose_before.ncu-rep"),
-        "after": str(NCU / "pair_smem_column_sum_after.ncu-rep"),
+        "before": str(NCU / "pair_transpose_before.ncu-rep.gz"),
+        "after": str(NCU / "pair_smem_column_sum_after.ncu-rep.gz"),
     }
     nb = report.execute_template("compare", params, tmp_path)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))

@@ -202,7 +202,7 @@ def test_an_elementwise_kernel_keeps_the_non_contiguous_wording() -> None:
 def test_a_report_with_sass_keeps_the_per_instruction_ideal() -> None:
     """Must not fire: the .ncu-rep twin of the strided gather holds SASS and per-PC ideal sectors; its ideal stays the
     loads' own (ncu's ideal sectors of the executed loads), not the kernel-wide ideal per request."""
-    k = _launch("samples/ncu/uncoalesced_global_access.ncu-rep")
+    k = _launch("samples/ncu/uncoalesced_global_access.ncu-rep.gz")
     m = uncoalesced(_facts(k))
     assert m is not None
     assert "ncu's ideal sectors of the executed loads" in (m.evidence[0].reference or "")

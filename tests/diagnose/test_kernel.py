@@ -655,7 +655,7 @@ def test_manifest_lists_kernel_samples() -> None:
 
 def test_cublas_sample_is_healthy_with_no_findings(samples_dir: Path) -> None:
     pytest.importorskip("ncu_report")
-    path = samples_dir / "ncu" / "tensor_core_bound.ncu-rep"
+    path = samples_dir / "ncu" / "tensor_core_bound.ncu-rep.gz"
     if not path.exists():
         pytest.skip("sample missing")
     d = diagnose_kernels(load(path))[0]
@@ -736,7 +736,7 @@ def test_corpus_csv_details_without_peaks(corpus_dir: Path) -> None:
 def test_before_expectations_are_met_by_the_after_sample(pair: str, samples_dir: Path) -> None:
     """The fix each pair applies is the one kprof recommends: every expectation moves the predicted way."""
     pytest.importorskip("ncu_report")
-    before, after = (samples_dir / "ncu" / f"{pair}_{role}.ncu-rep" for role in ("before", "after"))
+    before, after = (samples_dir / "ncu" / f"{pair}_{role}.ncu-rep.gz" for role in ("before", "after"))
     if not (before.exists() and after.exists()):
         pytest.skip(f"{pair} not in the sample gallery")
     d = diagnose_kernels(load(before))[0]

@@ -108,7 +108,7 @@ def test_int8_tensor_pipe_is_read_from_the_imma_metric_without_the_all_types_one
         # the fastest path already (HGMMA / nvjet, FP8 QGMMA): no slower-path finding
         (VAL / "blind4" / "triton_mm_good.ncu-rep.gz", B.TENSOR_CORE_BOUND),
         (VAL / "blind4" / "lib_fp8_scaled_mm.raw.csv.gz", B.TENSOR_CORE_BOUND),
-        (SAMPLES / "tensor_core_bound.ncu-rep", B.TENSOR_CORE_BOUND),
+        (SAMPLES / "tensor_core_bound.ncu-rep.gz", B.TENSOR_CORE_BOUND),
     ],
     ids=lambda x: x.name if isinstance(x, Path) else x.value,
 )
@@ -138,8 +138,8 @@ def test_unpipelined_triton_matmul_is_latency_bound_with_pipelining_as_the_fix()
     "path",
     [
         VAL / "blind4" / "triton_mm_good.ncu-rep.gz",  # num_stages=3: LDGSTS
-        SAMPLES / "triton_bf16_dot.ncu-rep",
-        SAMPLES / "tensor_core_bound.ncu-rep",  # cuBLAS nvjet, TMA
+        SAMPLES / "triton_bf16_dot.ncu-rep.gz",
+        SAMPLES / "tensor_core_bound.ncu-rep.gz",  # cuBLAS nvjet, TMA
         VAL / "lib" / "cublas_gemm_bf16.ncu-rep.gz",
         VAL / "lib" / "triton_matmul_bf16.ncu-rep.gz",
         VAL / "cuda" / "mma_full_grid.ncu-rep.gz",  # mma.sync on register operands: no loads in the loop
@@ -157,7 +157,7 @@ def test_pipelined_or_register_fed_gemms_are_not_synchronous_loops(path: Path) -
     [
         VAL / "blind4" / "poly_smem_lowocc.ncu-rep.gz",
         VAL / "blind4" / "embag_lowocc.ncu-rep.gz",
-        SAMPLES / "occupancy_limited.ncu-rep",
+        SAMPLES / "occupancy_limited.ncu-rep.gz",
     ],
     ids=lambda p: p.name,
 )
@@ -218,7 +218,7 @@ def test_fp32_data_computed_in_fp64_is_the_primary_not_divergence() -> None:
     [
         VAL / "heldout" / "duffing_rk4.ncu-rep.gz",  # FP64 data (LDG.E.64 / STG.E.64) and FP64 math: genuine
         VAL / "lib" / "cublas_dgemm_fp64.raw.csv.gz",  # DGEMM (DMMA), no SASS
-        SAMPLES / "warp_divergence.ncu-rep",  # divergence of its own, no FP64
+        SAMPLES / "warp_divergence.ncu-rep.gz",  # divergence of its own, no FP64
     ],
     ids=lambda p: p.name,
 )

@@ -108,7 +108,7 @@ def test_fix_text_differs_by_language_on_the_gallery() -> None:
 def test_names_choose_words_never_verdicts() -> None:
     """The same counters under a cuBLAS name and without source: same bottleneck, verdict, evidence and
     expectations; only the wording of the fix may change."""
-    path = NCU / "long_kernel_one_line.ncu-rep"
+    path = NCU / "long_kernel_one_line.ncu-rep.gz"
     k = kprof.load(str(path))[0]
     bare = replace(
         k,
@@ -138,7 +138,7 @@ def test_triton_ieee_dot_is_told_input_precision_not_cublas() -> None:
 
 
 def test_cuda_sgemm_is_told_the_tensor_core_instruction_for_this_gpu() -> None:
-    (d,) = diagnose_kernels(kprof.load(str(NCU / "no_tensor_cores.ncu-rep")))
+    (d,) = diagnose_kernels(kprof.load(str(NCU / "no_tensor_cores.ncu-rep.gz")))
     assert d.bottleneck is B.NO_TENSOR_CORES
     assert "line 17" in d.fix and "wmma::precision::tf32" in d.fix and "`As`/`Bs`" in d.fix
     assert "HGMMA" in d.fix and "cublasGemmEx" in d.fix  # sm_90: the warpgroup path and the library call
@@ -147,7 +147,7 @@ def test_cuda_sgemm_is_told_the_tensor_core_instruction_for_this_gpu() -> None:
 
 def test_pytorch_fp32_matmul_is_told_the_tf32_flag() -> None:
     """A PyTorch/cuBLAS FFMA SGEMM (no source) is told the call-site switch, not a kernel rewrite."""
-    k = kprof.load(str(NCU / "no_tensor_cores.ncu-rep"))[0]
+    k = kprof.load(str(NCU / "no_tensor_cores.ncu-rep.gz"))[0]
     sgemm = replace(
         k,
         name="ampere_sgemm_128x64_nn",
@@ -162,30 +162,30 @@ def test_pytorch_fp32_matmul_is_told_the_tf32_flag() -> None:
 
 
 def test_uncoalesced_cuda_fix_names_the_index_to_swap() -> None:
-    (d,) = diagnose_kernels(kprof.load(str(NCU / "long_kernel_one_line.ncu-rep")))
+    (d,) = diagnose_kernels(kprof.load(str(NCU / "long_kernel_one_line.ncu-rep.gz")))
     assert "`col` follows threadIdx.x and is multiplied by `rows`" in d.mechanism
     assert "Make `col` the unit-stride index of `pos_t` on line 22" in d.fix
 
 
 def test_bank_conflict_fix_pads_the_declared_array() -> None:
-    (d,) = diagnose_kernels(kprof.load(str(NCU / "shared_bank_conflicts.ncu-rep")))
+    (d,) = diagnose_kernels(kprof.load(str(NCU / "shared_bank_conflicts.ncu-rep.gz")))
     assert "`__shared__ float tile[32][33];`" in d.fix and "line 19" in d.fix
 
 
 def test_float_atomics_are_never_told_reduce_add_sync() -> None:
-    (d,) = diagnose_kernels(kprof.load(str(NCU / "atomic_contention.ncu-rep")))
+    (d,) = diagnose_kernels(kprof.load(str(NCU / "atomic_contention.ncu-rep.gz")))
     assert d.bottleneck is B.ATOMIC_CONTENTION
     assert "__reduce_add_sync" not in d.fix  # integer-only intrinsic; this atomic is REDG.E.ADD.F32
     assert "o >= 4" in d.fix and "lanes 0-3" in d.fix  # sums[i & 3]: four bins per warp
 
 
 def test_divergence_fix_rewrites_the_condition() -> None:
-    (d,) = diagnose_kernels(kprof.load(str(NCU / "warp_divergence.ncu-rep")))
+    (d,) = diagnose_kernels(kprof.load(str(NCU / "warp_divergence.ncu-rep.gz")))
     assert "`switch ((threadIdx.x / 32) % 8)`" in d.fix
 
 
 def test_data_dependent_local_index_is_not_told_to_unroll() -> None:
-    (d,) = diagnose_kernels(kprof.load(str(NCU / "local_memory_spill.ncu-rep")))
+    (d,) = diagnose_kernels(kprof.load(str(NCU / "local_memory_spill.ncu-rep.gz")))
     assert "compile-time" not in d.fix and "unroll" not in d.fix
     assert "table_s[j][threadIdx.x]" in d.fix and "64 KB per block" in d.fix
 

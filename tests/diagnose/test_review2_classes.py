@@ -57,7 +57,7 @@ def _duration_target(d: Diagnosis) -> float | None:
 # ----------------------------------------------------------------------------- 1. atomics: same vs distinct addresses
 CLASS_SUM = "validation/final/class_sum_atomic.ncu-rep.gz"
 SUM_EACH = "validation/cuda/sum_atomic_each.ncu-rep.gz"
-FOUR_BINS = "samples/ncu/atomic_contention.ncu-rep"
+FOUR_BINS = "samples/ncu/atomic_contention.ncu-rep.gz"
 
 
 def test_atomic_counters_tell_distinct_from_same_address() -> None:
@@ -180,7 +180,7 @@ def test_spills_without_a_cap_keep_their_advice() -> None:
     registers, far under any cap, keep the shared-memory table fix; no launch-bounds text."""
     for rel, text in (
         ("validation/cuda/digit_histogram.ncu-rep.gz", "__shared__ unsigned h_s[16][BLOCK]"),
-        ("samples/ncu/local_memory_spill.ncu-rep", "__shared__ float table_s[64][BLOCK]"),
+        ("samples/ncu/local_memory_spill.ncu-rep.gz", "__shared__ float table_s[64][BLOCK]"),
     ):
         d = _diag(rel)
         assert text in d.fix, (rel, d.fix)
@@ -226,10 +226,10 @@ def test_row_walk_pattern() -> None:
 @pytest.mark.parametrize(
     "rel",
     [
-        "samples/ncu/long_kernel_one_line.ncu-rep",
-        "samples/ncu/pair_transpose_before.ncu-rep",
+        "samples/ncu/long_kernel_one_line.ncu-rep.gz",
+        "samples/ncu/pair_transpose_before.ncu-rep.gz",
         "samples/ncu/torch_permute_copy.ncu-rep.gz",
-        "samples/ncu/uncoalesced_global_access.ncu-rep",
+        "samples/ncu/uncoalesced_global_access.ncu-rep.gz",
         "validation/cuda/column_read.ncu-rep.gz",
     ],
 )
@@ -289,6 +289,6 @@ def test_dynamic_shared_without_source_names_the_launch_argument() -> None:
 
 def test_static_shared_table_keeps_its_declaration_fix() -> None:
     """Must stay: the occupancy_limited sample's 48 KB table is static (`__shared__ float table[LUT];`, line 8)."""
-    d = _diag("samples/ncu/occupancy_limited.ncu-rep")
+    d = _diag("samples/ncu/occupancy_limited.ncu-rep.gz")
     assert d.fix.startswith("`__shared__ float table[LUT];` (line 8) sets the shared memory"), d.fix
     assert "dynamic" not in d.fix, d.fix

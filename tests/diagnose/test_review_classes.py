@@ -63,7 +63,7 @@ def test_uncoalesced_mechanism_never_prints_ideal_sectors_as_bytes() -> None:
     """long_kernel_one_line: line 22 moves 32 sectors per 4-byte request (one sector per lane); the text said the
     lanes were "more than 3 bytes apart" (the aggregate ideal 3.5 sectors/request read as bytes). It must say each
     lane has its own sector (32 bytes or more apart)."""
-    d = _diag("samples/ncu/long_kernel_one_line.ncu-rep")
+    d = _diag("samples/ncu/long_kernel_one_line.ncu-rep.gz")
     assert d.bottleneck is kprof.Bottleneck.UNCOALESCED_GLOBAL_ACCESS
     assert not re.search(r"more than \d+ bytes apart", d.mechanism), d.mechanism
     assert "32 bytes or more apart" in d.mechanism, d.mechanism
@@ -74,7 +74,7 @@ def test_uncoalesced_mechanism_never_prints_ideal_sectors_as_bytes() -> None:
 def test_uncoalesced_distance_follows_the_measured_sectors() -> None:
     """The same kernel with line 22 at 16 sectors per request: a uniform stride of 16 bytes gives that; without
     per-instruction counters no distance is stated."""
-    k = _launch("samples/ncu/long_kernel_one_line.ncu-rep")
+    k = _launch("samples/ncu/long_kernel_one_line.ncu-rep.gz")
     d = diagnose_launch(_with_global_counters(k, 22, 16.0))
     assert "about 16 bytes apart instead of 4" in d.mechanism, d.mechanism
     bare = diagnose_launch(_with_global_counters(k, 22, None))
@@ -97,7 +97,7 @@ def test_small_grid_of_a_register_only_mma_loop_is_not_a_memory_latency_story() 
 def test_small_grid_of_a_memory_loop_keeps_the_latency_words() -> None:
     """The not-fire side: few_blocks_reduce (8 blocks streaming memory, long_scoreboard 97% of the stalls) is told
     its busy SMs wait on memory."""
-    d = _diag("samples/ncu/small_grid.ncu-rep")
+    d = _diag("samples/ncu/small_grid.ncu-rep.gz")
     assert d.bottleneck is kprof.Bottleneck.SMALL_GRID
     assert "wait on global memory" in d.mechanism and "MMA" not in d.mechanism, d.mechanism
 
@@ -129,7 +129,7 @@ def test_small_grid_fix_splits_the_hot_loop_of_the_source() -> None:
     d = _diag("validation/cuda/mma_small_grid.ncu-rep.gz")
     assert "line 24" in d.fix and "iters / 66" in d.fix, d.fix
     # a grid-stride loop already spreads over any grid: only the launch changes
-    d = _diag("samples/ncu/small_grid.ncu-rep")
+    d = _diag("samples/ncu/small_grid.ncu-rep.gz")
     assert "already strides by the grid" in d.fix and "iters" not in d.fix, d.fix
 
 
@@ -191,7 +191,7 @@ def test_atomic_expectation_names_the_l2_updates_that_fall() -> None:
 def test_atomics_on_several_addresses_per_warp_predict_no_count() -> None:
     """The not-fire side: global_sum_4bins updates 4 bins per warp (8 L2 updates per request, not 32): how many
     updates a warp reduction leaves depends on the bins, which the counters do not give, so no count is predicted."""
-    d = _diag("samples/ncu/atomic_contention.ncu-rep")
+    d = _diag("samples/ncu/atomic_contention.ncu-rep.gz")
     assert d.bottleneck is kprof.Bottleneck.ATOMIC_CONTENTION
     assert not any("atomic" in e.metric for e in d.expect), d.expect
 
@@ -331,7 +331,7 @@ def test_group_m_is_advised_only_when_the_source_lacks_it() -> None:
 def test_healthy_library_gemm_is_not_told_to_batch_and_shows_its_rate() -> None:
     """tensor_core_bound: one 8192^3 cuBLAS GEMM on a full persistent grid. "batched calls" cannot speed it up; the
     evidence gives the achieved rate against the peak, and the mechanism names the instruction and its feed."""
-    d = _diag("samples/ncu/tensor_core_bound.ncu-rep")
+    d = _diag("samples/ncu/tensor_core_bound.ncu-rep.gz")
     assert d.verdict is kprof.Verdict.HEALTHY
     assert "batch" not in d.fix.lower(), d.fix
     rate = next(e for e in d.evidence if e.metric == "derived:tensor_tflops")

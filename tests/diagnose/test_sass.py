@@ -129,12 +129,12 @@ def test_empty_listing() -> None:
 # ----------------------------------------------------------------------------- real samples
 def _sample(samples_dir: Path, name: str):
     pytest.importorskip("ncu_report")
-    from kprof.io.ncu import load_ncu_report
+    from kprof.io import load
 
-    path = samples_dir / "ncu" / f"{name}.ncu-rep"
+    path = samples_dir / "ncu" / f"{name}.ncu-rep.gz"
     if not path.exists():
         pytest.skip(f"{path} not in the sample gallery")
-    return load_ncu_report(path)[0]
+    return load(path)[0]
 
 
 def test_cublas_gemm_issues_hgmma(samples_dir: Path) -> None:

@@ -34,17 +34,17 @@ def _diagnose(name: str) -> Diagnosis:
 
 # (sample, bottleneck the sample was built to show, the line its source says is responsible, a snippet of it)
 SAMPLE_LINES = [
-    ("long_kernel_one_line.ncu-rep", B.UNCOALESCED_GLOBAL_ACCESS, 22, "pos_t[(long)col * rows + row]"),
+    ("long_kernel_one_line.ncu-rep.gz", B.UNCOALESCED_GLOBAL_ACCESS, 22, "pos_t[(long)col * rows + row]"),
     ("triton_fp32_ieee_dot.ncu-rep.gz", B.NO_TENSOR_CORES, 39, 'input_precision="ieee"'),
-    ("uncoalesced_global_access.ncu-rep", B.UNCOALESCED_GLOBAL_ACCESS, 7, "in[i * stride]"),
-    ("pair_transpose_before.ncu-rep", B.UNCOALESCED_GLOBAL_ACCESS, 17, "out[(long)x * n + (y + j)]"),
-    ("shared_bank_conflicts.ncu-rep", B.SHARED_BANK_CONFLICTS, 19, "tile[lane][c]"),
-    ("pair_smem_column_sum_before.ncu-rep", B.SHARED_BANK_CONFLICTS, 13, "tile[tx][ty] ="),
-    ("local_memory_spill.ncu-rep", B.LOCAL_MEMORY_SPILL, 19, "table[j]"),
-    ("atomic_contention.ncu-rep", B.ATOMIC_CONTENTION, 5, "atomicAdd(&sums[i & 3]"),
-    ("warp_divergence.ncu-rep", B.WARP_DIVERGENCE, 9, "switch (threadIdx.x % 8)"),
-    ("no_tensor_cores.ncu-rep", B.NO_TENSOR_CORES, 17, "As[ty][k] * Bs[k][tx]"),
-    ("occupancy_limited.ncu-rep", B.OCCUPANCY_LIMITED, 13, "in[i] * table[i % LUT]"),
+    ("uncoalesced_global_access.ncu-rep.gz", B.UNCOALESCED_GLOBAL_ACCESS, 7, "in[i * stride]"),
+    ("pair_transpose_before.ncu-rep.gz", B.UNCOALESCED_GLOBAL_ACCESS, 17, "out[(long)x * n + (y + j)]"),
+    ("shared_bank_conflicts.ncu-rep.gz", B.SHARED_BANK_CONFLICTS, 19, "tile[lane][c]"),
+    ("pair_smem_column_sum_before.ncu-rep.gz", B.SHARED_BANK_CONFLICTS, 13, "tile[tx][ty] ="),
+    ("local_memory_spill.ncu-rep.gz", B.LOCAL_MEMORY_SPILL, 19, "table[j]"),
+    ("atomic_contention.ncu-rep.gz", B.ATOMIC_CONTENTION, 5, "atomicAdd(&sums[i & 3]"),
+    ("warp_divergence.ncu-rep.gz", B.WARP_DIVERGENCE, 9, "switch (threadIdx.x % 8)"),
+    ("no_tensor_cores.ncu-rep.gz", B.NO_TENSOR_CORES, 17, "As[ty][k] * Bs[k][tx]"),
+    ("occupancy_limited.ncu-rep.gz", B.OCCUPANCY_LIMITED, 13, "in[i] * table[i % LUT]"),
 ]
 
 
@@ -67,7 +67,7 @@ def test_every_mechanism_diagnosis_of_a_sample_with_source_names_its_line(
 
 
 def test_long_kernel_all_excess_on_the_one_line() -> None:
-    d = _diagnose("long_kernel_one_line.ncu-rep")
+    d = _diagnose("long_kernel_one_line.ncu-rep.gz")
     (w,) = d.where  # the other loads are coalesced: only one line carries excess sectors
     assert w.share == 1.0 and w.value == 14_680_064  # the sample's README: all 14.68 M excessive sectors
     assert w.instruction.startswith("LDG") and "32 sectors per request, ideal 4" in w.detail
@@ -81,7 +81,7 @@ def test_triton_dot_line_carries_all_ffma() -> None:
 
 
 def test_host_bottleneck_names_no_kernel_line_and_says_why() -> None:
-    d = _diagnose("small_grid.ncu-rep")
+    d = _diagnose("small_grid.ncu-rep.gz")
     assert d.bottleneck is B.SMALL_GRID and d.where == ()
     assert "host code" in d.where_note
 
@@ -104,14 +104,14 @@ def test_findings_carry_their_own_lines() -> None:
 
 
 def test_json_round_trip_keeps_the_lines() -> None:
-    d = _diagnose("long_kernel_one_line.ncu-rep")
+    d = _diagnose("long_kernel_one_line.ncu-rep.gz")
     back = Diagnosis.from_dict(json.loads(json.dumps(d.to_dict())))
     assert back == d
     assert back.to_dict()["where"][0]["line"] == 22
 
 
 def test_text_and_html_show_the_lines() -> None:
-    d = _diagnose("long_kernel_one_line.ncu-rep")
+    d = _diagnose("long_kernel_one_line.ncu-rep.gz")
     text = d.to_text()
     assert "where:" in text and "long_kernel_one_line.cu:22" in text and "LDG.E.CONSTANT" in text
     html = d.to_html()

@@ -18,7 +18,8 @@ scenario:
   ``-k`` is matched against them; no match prints "No kernels were profiled").
 - ``KPROF_FAKE_LAUNCHES``: launches of each kernel (default 1000); a ``--launch-skip`` at or
   past it profiles nothing.
-- ``KPROF_FAKE_NCU_SAMPLE``: the .ncu-rep to copy (default: the first real one found).
+- ``KPROF_FAKE_NCU_SAMPLE``: the .ncu-rep (or .ncu-rep.gz, written decompressed) to copy (default: the
+  first real one found).
 - ``KPROF_FAKE_SASS``: which canned listing cuobjdump prints for a file whose first line is
   ``FAKE-CUBIN`` (default: all of tests/fake_tools/sass/*.sass).
 
@@ -28,6 +29,7 @@ becomes the tool's, as with the real nsys and ncu.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -81,14 +83,18 @@ def first_ncu_report() -> Path | None:
         return p if p.is_file() else None
     for d in (SAMPLES / "ncu", CORPUS / "ESMM-Research"):
         if d.is_dir():
-            reps = sorted(d.glob("*.ncu-rep"))
+            reps = sorted(d.glob("*.ncu-rep")) + sorted(d.glob("*.ncu-rep.gz"))  # the samples are gzipped
             if reps:
                 return reps[0]
     return None
 
 
 def copy_or_write(src: Path | None, dst: str, placeholder: bytes) -> None:
-    if src is not None:
+    """Copy ``src`` to ``dst`` as the tool would have written it (a ``.gz`` source decompressed, unless
+    ``dst`` is a ``.gz`` too), or write ``placeholder`` when there is no source."""
+    if src is not None and src.name.endswith(".gz") and not dst.endswith(".gz"):
+        Path(dst).write_bytes(gzip.decompress(src.read_bytes()))
+    elif src is not None:
         shutil.copyfile(src, dst)
     else:
         Path(dst).write_bytes(placeholder)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -141,15 +142,8 @@ def test_roofline_report_rules_and_peaks(nr, corpus_dir: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- H200 samples
-def _sample(samples_dir: Path, name: str) -> Path:
-    p = samples_dir / "ncu" / f"{name}.ncu-rep"
-    if not p.exists():
-        pytest.skip(f"{p} not in the sample gallery")
-    return p
-
-
-def test_h200_sample_full_set(nr, samples_dir: Path) -> None:
-    prof = load_ncu_report(_sample(samples_dir, "uncoalesced_global_access"))
+def test_h200_sample_full_set(nr, plain_ncu: Callable[[str], Path]) -> None:
+    prof = load_ncu_report(plain_ncu("uncoalesced_global_access"))
     assert len(prof) == 1
     k = prof[0]
     assert k.name == "strided_gather" and k.device == "NVIDIA H200" and k.compute_capability == "9.0"
@@ -169,15 +163,15 @@ def test_h200_sample_full_set(nr, samples_dir: Path) -> None:
     assert ldg[0].counters["memory_l2_theoretical_sectors_global"] == 4_194_304
 
 
-def test_cublas_sample_registers_and_occupancy(nr, samples_dir: Path) -> None:
-    k = load_ncu_report(_sample(samples_dir, "tensor_core_bound"))[0]
+def test_cublas_sample_registers_and_occupancy(nr, plain_ncu: Callable[[str], Path]) -> None:
+    k = load_ncu_report(plain_ncu("tensor_core_bound"))[0]
     assert k.name.startswith("nvjet")
     assert k.registers_per_thread == 168
     assert k.value("sm__maximum_warps_per_active_cycle_pct") == pytest.approx(18.75)
 
 
-def test_repr_is_short_and_dataframe_is_on_request(nr, samples_dir: Path) -> None:
-    prof = load_ncu_report(_sample(samples_dir, "small_grid"))
+def test_repr_is_short_and_dataframe_is_on_request(nr, plain_ncu: Callable[[str], Path]) -> None:
+    prof = load_ncu_report(plain_ncu("small_grid"))
     k = prof[0]
     r = repr(k)
     assert "few_blocks_reduce" in r and "grid 8x1x1" in r and len(r) < 200
@@ -191,8 +185,10 @@ def test_repr_is_short_and_dataframe_is_on_request(nr, samples_dir: Path) -> Non
 
 
 @pytest.mark.parametrize("fraction", [0.3, 0.56, 0.999])
-def test_cut_h200_report_is_an_input_error(nr, fraction: float, samples_dir: Path, tmp_path: Path) -> None:
-    src = _sample(samples_dir, "shared_bank_conflicts").read_bytes()
+def test_cut_h200_report_is_an_input_error(
+    nr, fraction: float, plain_ncu: Callable[[str], Path], tmp_path: Path
+) -> None:
+    src = plain_ncu("shared_bank_conflicts").read_bytes()
     p = tmp_path / "cut.ncu-rep"
     p.write_bytes(src[: int(len(src) * fraction)])
     with pytest.raises(KprofInputError, match="truncated"):

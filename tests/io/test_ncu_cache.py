@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,14 @@ pytest.importorskip("ncu_report")
 
 from kprof.io import ncu, ncu_cache
 
+# Every sample report (stored gzip-compressed, NAME.ncu-rep.gz); the tests below use one as a plain .ncu-rep.
 REPORTS = sorted((SAMPLES / "ncu").glob("*.ncu-rep")) + sorted((SAMPLES / "ncu").glob("*.ncu-rep.gz"))
-SMALL = SAMPLES / "ncu" / "atomic_contention.ncu-rep"
+
+
+@pytest.fixture()
+def small(plain_ncu: Callable[[str], Path]) -> Path:
+    """A plain .ncu-rep (the atomic_contention sample, decompressed)."""
+    return plain_ncu("atomic_contention")
 
 
 @pytest.fixture()
@@ -66,60 +73,66 @@ def test_every_sample_report_reads_back_equal_and_diagnoses_the_same(cache: Path
     assert len(_entries(cache)) == len(REPORTS)  # one entry per report (.gz: its decompressed bytes)
 
 
-def test_the_key_is_the_bytes_not_the_name(cache: Path, reads: list[str], tmp_path: Path) -> None:
+def test_the_key_is_the_bytes_not_the_name(
+    cache: Path, reads: list[str], tmp_path: Path, small: Path
+) -> None:
     import kprof
 
-    first = kprof.load(SMALL)
+    first = kprof.load(small)
     copy = tmp_path / "renamed.ncu-rep"
-    shutil.copyfile(SMALL, copy)
+    shutil.copyfile(small, copy)
     n = len(reads)
     second = kprof.load(copy)
     assert len(reads) == n and second.source == str(copy) and second.launches == first.launches
-    changed = bytearray(SMALL.read_bytes())
+    changed = bytearray(small.read_bytes())
     changed[-1] ^= 0xFF
     other = tmp_path / "changed.ncu-rep"
     other.write_bytes(bytes(changed))
-    assert ncu_cache.entry_path(other) != ncu_cache.entry_path(SMALL)
+    assert ncu_cache.entry_path(other) != ncu_cache.entry_path(small)
 
 
-def test_another_reader_never_reuses_the_entry(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before = ncu_cache.entry_path(SMALL)
+def test_another_reader_never_reuses_the_entry(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, small: Path
+) -> None:
+    before = ncu_cache.entry_path(small)
     monkeypatch.setattr(ncu_cache, "_READER_DIGEST", None)
     monkeypatch.setattr(ncu_cache, "FORMAT", ncu_cache.FORMAT + 1)
-    assert ncu_cache.entry_path(SMALL) != before
+    assert ncu_cache.entry_path(small) != before
     monkeypatch.setattr(ncu_cache, "_READER_DIGEST", "a reader whose code changed")
-    assert ncu_cache.entry_path(SMALL) != before
+    assert ncu_cache.entry_path(small) != before
 
 
-def test_a_damaged_entry_is_removed_and_the_report_read_again(cache: Path, reads: list[str]) -> None:
+def test_a_damaged_entry_is_removed_and_the_report_read_again(
+    cache: Path, reads: list[str], small: Path
+) -> None:
     import kprof
 
-    good = kprof.load(SMALL)
+    good = kprof.load(small)
     (entry,) = _entries(cache)
     entry.write_bytes(entry.read_bytes()[:1000])  # cut short, as a full disk leaves it
     n = len(reads)
-    assert kprof.load(SMALL) == good
+    assert kprof.load(small) == good
     assert len(reads) == n + 1
-    assert ncu_cache.get(entry, str(SMALL)) == good  # written again, whole
+    assert ncu_cache.get(entry, str(small)) == good  # written again, whole
 
 
-def test_an_entry_others_could_write_is_not_trusted(cache: Path, reads: list[str]) -> None:
+def test_an_entry_others_could_write_is_not_trusted(cache: Path, reads: list[str], small: Path) -> None:
     import kprof
 
-    kprof.load(SMALL)
+    kprof.load(small)
     (entry,) = _entries(cache)
     entry.chmod(0o666)
     n = len(reads)
-    kprof.load(SMALL)
+    kprof.load(small)
     assert len(reads) == n + 1
     cache.chmod(0o777)  # a shared folder: not used at all
     entry.unlink()
-    kprof.load(SMALL)
+    kprof.load(small)
     assert len(reads) == n + 2 and not _entries(cache)
 
 
 def test_a_folder_that_cannot_be_used_is_not_an_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: list[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: list[str], small: Path
 ) -> None:
     import kprof
 
@@ -127,23 +140,25 @@ def test_a_folder_that_cannot_be_used_is_not_an_error(
     blocker.write_text("a file where the cache folder should be")
     monkeypatch.setenv("KPROF_CACHE", "1")
     monkeypatch.setenv("KPROF_CACHE_DIR", str(blocker))
-    assert kprof.load(SMALL)[0].metrics
-    assert kprof.load(SMALL)[0].metrics
+    assert kprof.load(small)[0].metrics
+    assert kprof.load(small)[0].metrics
     assert len(reads) == 2 and blocker.read_text().startswith("a file")
 
 
 def test_off_means_nothing_is_read_or_written(
-    cache: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+    cache: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch, small: Path
 ) -> None:
     import kprof
 
     monkeypatch.setenv("KPROF_CACHE", "0")
-    kprof.load(SMALL)
-    kprof.load(SMALL)
+    kprof.load(small)
+    kprof.load(small)
     assert len(reads) == 2 and not cache.exists()
 
 
-def test_a_read_on_which_ncu_report_spoke_is_not_kept(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_read_on_which_ncu_report_spoke_is_not_kept(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, small: Path
+) -> None:
     import kprof
 
     real = ncu._load_in_child
@@ -156,7 +171,7 @@ def test_a_read_on_which_ncu_report_spoke_is_not_kept(cache: Path, monkeypatch: 
 
     monkeypatch.setattr(ncu, "_load_in_child", speaking)
     monkeypatch.setenv("KPROF_NCU_ISOLATE", "1")
-    kprof.load(SMALL)
+    kprof.load(small)
     assert not _entries(cache)
 
 
@@ -178,13 +193,13 @@ def test_the_folder_is_kept_under_its_size_cap_least_recently_used_first(
     assert not stale_tmp.exists()
 
 
-def test_the_command_line_says_the_same_from_the_cache(tmp_path: Path) -> None:
+def test_the_command_line_says_the_same_from_the_cache(tmp_path: Path, small: Path) -> None:
     env = dict(os.environ, KPROF_CACHE="1", KPROF_CACHE_DIR=str(tmp_path / "cache"))
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
 
     def diagnose() -> dict:
         r = subprocess.run(
-            [sys.executable, "-m", "kprof", "diagnose", "--json", str(SMALL)],
+            [sys.executable, "-m", "kprof", "diagnose", "--json", str(small)],
             capture_output=True,
             text=True,
             env=env,

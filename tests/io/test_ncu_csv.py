@@ -179,9 +179,7 @@ def _sample(samples_dir: Path, name: str) -> Path:
 
 def test_raw_export_matches_the_report(samples_dir: Path) -> None:
     pytest.importorskip("ncu_report")
-    from kprof.io.ncu import load_ncu_report
-
-    rep = load_ncu_report(_sample(samples_dir, "uncoalesced_global_access.ncu-rep"))[0]
+    rep = load(_sample(samples_dir, "uncoalesced_global_access.ncu-rep.gz"))[0]
     csv_k = load_ncu_csv(_sample(samples_dir, "uncoalesced_global_access.raw.csv"))[0]
     checked = 0
     for name in (

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -11,26 +13,28 @@ from kprof.io.ncu import capture_version
 from ..conftest import CORPUS, SAMPLES
 
 
-def test_samples_name_the_ncu_that_captured_them():
-    reports = sorted((SAMPLES / "ncu").glob("*.ncu-rep"))
-    if not reports:
+def test_samples_name_the_ncu_that_captured_them(plain_ncu: Callable[[str], Path]):
+    # the samples are stored gzip-compressed; capture_version reads a plain report (kprof.load decompresses first)
+    names = sorted(p.name.removesuffix(".ncu-rep.gz") for p in (SAMPLES / "ncu").glob("*.ncu-rep.gz"))
+    if not names:
         pytest.skip("no ncu samples")
     # data/samples/versions.txt: the `ncu --version` of the H200 session that captured them
     m = re.search(r"Version (\d+\.\d+\.\d+\.\d+ \(build \d+\))", (SAMPLES / "versions.txt").read_text())
     assert m
-    for r in reports:
-        assert capture_version(r) == f"Nsight Compute {m.group(1)}", r.name
+    for name in names:
+        assert capture_version(plain_ncu(name)) == f"Nsight Compute {m.group(1)}", name
 
 
-def test_loaded_profile_carries_the_capture_version():
+def test_loaded_profile_carries_the_capture_version(plain_ncu: Callable[[str], Path]):
     pytest.importorskip("ncu_report")
     import ncu_report
 
     import kprof
 
-    p = kprof.load(SAMPLES / "ncu" / "small_grid.ncu-rep")
-    assert p.tool_version == capture_version(SAMPLES / "ncu" / "small_grid.ncu-rep")
-    module = str(ncu_report.load_report(str(SAMPLES / "ncu" / "small_grid.ncu-rep")).get_version())
+    p = kprof.load(SAMPLES / "ncu" / "small_grid.ncu-rep.gz")
+    plain = plain_ncu("small_grid")
+    assert p.tool_version == capture_version(plain) and p.tool_version
+    module = str(ncu_report.load_report(str(plain)).get_version())
     assert module not in (p.tool_version or "")  # the reader's own version (2026.x) is not the capture's
 
 

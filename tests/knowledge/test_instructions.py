@@ -26,7 +26,7 @@ def _opcodes(k) -> set[str]:
 
 
 def test_cublas_bf16_gemm_issues_what_the_table_expects_on_sm90() -> None:
-    k = _launch(NCU / "tensor_core_bound.ncu-rep")
+    k = _launch(NCU / "tensor_core_bound.ncu-rep.gz")
     sm = ki.sm_of(k.compute_capability)
     assert sm == 90
     mma = [ki.parse_mma(o) for o in _opcodes(k) if ki.parse_mma(o)]
@@ -40,7 +40,7 @@ def test_cublas_bf16_gemm_issues_what_the_table_expects_on_sm90() -> None:
 
 
 def test_triton_bf16_dot_lowers_as_the_table_says() -> None:
-    k = _launch(NCU / "triton_bf16_dot.ncu-rep")
+    k = _launch(NCU / "triton_bf16_dot.ncu-rep.gz")
     sm = ki.sm_of(k.compute_capability)
     warps = k.threads_per_block // 32
     lowering = ki.triton_dot(sm, "bf16", num_warps=warps, block_m=128)
@@ -76,7 +76,7 @@ def test_mma_sync_on_hopper_is_not_the_best_path() -> None:
 
 
 def test_fma_dtypes_of_the_samples() -> None:
-    k = _launch(NCU / "no_tensor_cores.ncu-rep")
+    k = _launch(NCU / "no_tensor_cores.ncu-rep.gz")
     dts = {ki.fma_dtype(o) for o in _opcodes(k) if ki.fma_dtype(o)}
     assert dts == {"fp32"}  # HFMA2.MMA register moves are not FP16 math
 

@@ -95,7 +95,7 @@ def test_hidden_level_note_names_the_launches_by_their_labels():
 
     import kprof
 
-    report = Path(__file__).resolve().parents[2] / "data" / "samples" / "ncu" / "tensor_core_bound.ncu-rep"
+    report = Path(__file__).resolve().parents[2] / "data" / "samples" / "ncu" / "tensor_core_bound.ncu-rep.gz"
     tc = kprof.load(report)[0]
     ax = plot_roofline([tc, tc, tc], labels=["a", "b", "c"], levels=("l2", "l1"))
     (note,) = [t for t in ax.texts if t.get_gid() == "skipped-note"]

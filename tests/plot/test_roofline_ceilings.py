@@ -26,7 +26,7 @@ def _lines(ax, gid):
 
 
 def test_fp16_ceiling_is_the_reports_not_the_fp32_one() -> None:
-    k = _k("triton_bf16_dot.ncu-rep")
+    k = _k("triton_bf16_dot.ncu-rep.gz")
     r = roofline(k)
     clock = k.value("sm__cycles_elapsed.avg.per_second")
     x4 = k.value("derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x4")
@@ -36,9 +36,9 @@ def test_fp16_ceiling_is_the_reports_not_the_fp32_one() -> None:
 
 def test_async_copy_kernels_get_no_l1_point_and_a_note() -> None:
     tma, cp_async, plain = (
-        _k("tensor_core_bound.ncu-rep"),
-        _k("triton_bf16_dot.ncu-rep"),
-        _k("no_tensor_cores.ncu-rep"),
+        _k("tensor_core_bound.ncu-rep.gz"),
+        _k("triton_bf16_dot.ncu-rep.gz"),
+        _k("no_tensor_cores.ncu-rep.gz"),
     )
     assert "l1" in unseen_traffic(tma) and "l1" in unseen_traffic(cp_async) and not unseen_traffic(plain)
     # what the L1 counter saw: well under a megabyte, for kernels that moved gigabytes through shared memory
@@ -66,5 +66,5 @@ def test_integer_mma_kernel_draws_the_integer_tensor_ceiling_in_operations() -> 
     ax = plot_roofline(k)
     labels = [t.get_text() for t in ax.texts]
     assert any(t.startswith("Tensor (INT8) peak") and t.endswith("OP/s") for t in labels), labels
-    bf16 = plot_roofline(_k("triton_bf16_dot.ncu-rep"))
+    bf16 = plot_roofline(_k("triton_bf16_dot.ncu-rep.gz"))
     assert any(t.get_text().startswith("Tensor peak") for t in bf16.texts)

@@ -13,6 +13,7 @@ kprof does with it:
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -30,7 +31,9 @@ CORPUS = (REPO.parent / "shared" / "corpus").resolve()
 NSYS_SQLITE = SAMPLES / "timeline" / "transfer_bound.sqlite"
 NSYS_REP = SAMPLES / "timeline" / "transfer_bound.nsys-rep"
 KINETO_GZ = SAMPLES / "timeline" / "transfer_bound.json.gz"
-NCU_REP = SAMPLES / "ncu" / "uncoalesced_global_access.ncu-rep"
+# The sample reports are stored gzip-compressed: NCU_REP is one as shipped (kprof decompresses it), and
+# ncu_rep_bytes() its plain .ncu-rep, which the builders copy, cut and flip as a user's report.
+NCU_REP = SAMPLES / "ncu" / "uncoalesced_global_access.ncu-rep.gz"
 NCU_RAW_CSV = SAMPLES / "ncu" / "uncoalesced_global_access.raw.csv"
 NCU_DETAILS_CSV = SAMPLES / "ncu" / "uncoalesced_global_access.details.csv"
 
@@ -55,6 +58,18 @@ def sample_inputs() -> list[Path]:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+@functools.cache
+def ncu_rep_bytes() -> bytes:
+    """NCU_REP decompressed: the report as ncu wrote it (b"" when the sample is missing)."""
+    return gzip.decompress(NCU_REP.read_bytes()) if NCU_REP.is_file() else b""
+
+
+def plain_ncu_rep(path: Path) -> Path:
+    """Write NCU_REP as a plain ``.ncu-rep`` at ``path``."""
+    path.write_bytes(ncu_rep_bytes())
+    return path
 
 
 def write(path: Path, data: bytes) -> Path:

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.faults import alive, cmdline, descendants
-from tests.reliability.inputs import NCU_REP, NSYS_SQLITE
+from tests.reliability.inputs import NSYS_SQLITE, plain_ncu_rep
 from tests.reliability.runner import REPO, child_env
 
 pytestmark = pytest.mark.skipif(
@@ -67,7 +67,7 @@ def _inputs(tmp_path: Path) -> list[str]:
     d = tmp_path / "in"
     d.mkdir()
     shutil.copyfile(NSYS_SQLITE, d / "capture.sqlite")
-    shutil.copyfile(NCU_REP, d / "k.ncu-rep")
+    plain_ncu_rep(d / "k.ncu-rep")
     return [str(d / "capture.sqlite"), str(d / "k.ncu-rep")]
 
 

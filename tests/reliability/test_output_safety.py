@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.faults import unprivileged
-from tests.reliability.inputs import NCU_REP, NSYS_SQLITE, SAMPLES
+from tests.reliability.inputs import NSYS_SQLITE, SAMPLES, plain_ncu_rep
 from tests.reliability.runner import REPO, child_env
 
 _FAST_REPORT = textwrap.dedent(
@@ -92,7 +92,7 @@ def inputs(tmp_path: Path) -> dict[str, Path]:
     sqlite = d / "capture.sqlite"
     shutil.copyfile(NSYS_SQLITE, sqlite)
     ncu = d / "k.ncu-rep"
-    shutil.copyfile(NCU_REP, ncu)
+    plain_ncu_rep(ncu)
     return {"sqlite": sqlite, "ncu": ncu}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.reliability.checks import build_and_run, case_params, check_outcome
-from tests.reliability.inputs import NCU_REP, Case, truncation_cases
+from tests.reliability.inputs import NCU_REP, Case, ncu_rep_bytes, plain_ncu_rep, truncation_cases
 from tests.reliability.nvr import cut_points, flip_offsets, smash_cubin_section
 from tests.reliability.runner import KPROF_ERRORS, child_env, run_cases
 
@@ -36,7 +36,7 @@ def test_cut_copy_is_refused(case: Case, outcomes: dict[str, Any]) -> None:
 
 # ----------------------------------------------------------------------------- .ncu-rep
 
-DATA = NCU_REP.read_bytes() if NCU_REP.exists() else b""
+DATA = ncu_rep_bytes()  # the plain report (the sample is stored gzip-compressed)
 CUTS = cut_points(DATA) if DATA else []
 FLIPS = flip_offsets(DATA) if DATA else []
 RANDOM_SIZES = (0, 1, 4, 5, 100, 10_000)
@@ -175,25 +175,31 @@ def test_reader_survives_a_crash_and_serves_the_next_load(fresh_reader, tmp_path
     with pytest.raises(KprofInputError, match=r"crashed \(SIGSEGV\) in NVIDIA's ncu_report module") as ei:
         fresh_reader.load_ncu_report(bad)
     assert "\n" not in str(ei.value) and f"kprof diagnose {tmp_path / 'smashed.csv'}" in str(ei.value)
-    prof = fresh_reader.load_ncu_report(NCU_REP)
+    prof = fresh_reader.load_ncu_report(plain_ncu_rep(tmp_path / "k.ncu-rep"))
     assert prof[0].name and len(prof[0].metrics) > 1000
 
 
-def test_reader_that_left_idle_is_restarted(fresh_reader, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_reader_that_left_idle_is_restarted(
+    fresh_reader, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     import time
 
+    rep = plain_ncu_rep(tmp_path / "k.ncu-rep")
     monkeypatch.setattr(fresh_reader, "WORKER_IDLE_S", 0.5)
-    first = fresh_reader.load_ncu_report(NCU_REP)
+    first = fresh_reader.load_ncu_report(rep)
     proc = fresh_reader._READER.proc
     time.sleep(1.5)
     assert proc.poll() == 0  # it left on its own
-    again = fresh_reader.load_ncu_report(NCU_REP)
+    again = fresh_reader.load_ncu_report(rep)
     assert again[0].metrics == first[0].metrics
 
 
-def test_reader_results_equal_in_process_results(fresh_reader, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    isolated = fresh_reader.load_ncu_report(NCU_REP)
+def test_reader_results_equal_in_process_results(
+    fresh_reader, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    rep = plain_ncu_rep(tmp_path / "k.ncu-rep")
+    isolated = fresh_reader.load_ncu_report(rep)
     monkeypatch.setenv("KPROF_NCU_ISOLATE", "0")
-    local = fresh_reader.load_ncu_report(NCU_REP)
+    local = fresh_reader.load_ncu_report(rep)
     assert isolated == local
     assert type(isolated[0].metrics) is type(local[0].metrics)  # read-only mappings stay read-only

@@ -23,6 +23,7 @@ from tests.reliability.inputs import (
     NCU_REP,
     NSYS_REP,
     NSYS_SQLITE,
+    plain_ncu_rep,
 )
 from tests.reliability.runner import KPROF_ERRORS, REPO, child_env, run_cases
 
@@ -36,8 +37,12 @@ CORPUS_PICKS = [
 ]
 
 
-def every_format() -> list[Path]:
-    files = [NSYS_SQLITE, NSYS_REP, KINETO_GZ, NCU_REP, NCU_RAW_CSV, NCU_DETAILS_CSV]
+def every_format(tmp: Path) -> list[Path]:
+    """The samples of every format, and the ncu sample as a plain .ncu-rep in ``tmp`` (it is stored
+    gzip-compressed: a plain report is the file ncu_report itself opens)."""
+    (tmp / "plain").mkdir()
+    plain = plain_ncu_rep(tmp / "plain" / "k.ncu-rep") if NCU_REP.is_file() else NCU_REP
+    files = [NSYS_SQLITE, NSYS_REP, KINETO_GZ, NCU_REP, plain, NCU_RAW_CSV, NCU_DETAILS_CSV]
     files += [CORPUS / c for c in CORPUS_PICKS if (CORPUS / c).is_file()]
     return [f for f in files if f.is_file()]
 
@@ -59,7 +64,7 @@ def _check(files: list[Path], res: dict[str, dict]) -> None:
 
 
 def test_reading_every_format_changes_nothing(tmp_path: Path) -> None:
-    files = every_format()
+    files = every_format(tmp_path)
     folders = sorted({p.parent for p in files})
     before, names = fingerprint(files), listing(*folders)
     res = _read_all(files, tmp_path / "cache")
@@ -78,7 +83,7 @@ def test_read_only_copies_load_and_stay_unchanged(tmp_path: Path) -> None:
     d = tmp_path / "ro"
     d.mkdir()
     files = []
-    for src in every_format():
+    for src in every_format(tmp_path):
         dst = d / f"{len(files)}-{src.name}"
         shutil.copyfile(src, dst)
         dst.chmod(0o444)
