@@ -90,7 +90,7 @@ def test_index_add_onto_few_rows_is_latency_bound_not_atomic_contention() -> Non
 @pytest.mark.parametrize(
     "rel",
     [
-        "samples/ncu/atomic_contention.ncu-rep",
+        "samples/ncu/atomic_contention.ncu-rep.gz",
         "validation/cuda/sum_atomic_each.ncu-rep.gz",
         "validation/final/class_sum_atomic.ncu-rep.gz",
     ],
