@@ -41,7 +41,7 @@ OWNER_FILE = ".kprof-owner"
 STALE_UNLOCKED_S = 3600.0
 """A temporary folder with no lock file is stale after an hour (nsys's STALE_TMP_S: a run that
 takes longer holds a lock file, so this only applies to folders of older kprof versions)."""
-TEMP_PATTERNS = ("kprof-report-*", "kprof-ncu-*", "kprof-wal-*")
+TEMP_PATTERNS = ("kprof-report-*", "kprof-ncu-*", "kprof-wal-*", "kprof-gunzip-*")
 """kprof's temporary folders in the system's temporary directory."""
 
 

@@ -128,15 +128,20 @@ def decompressed(path: str | os.PathLike[str]) -> Iterator[Path]:
         The gzip data is corrupt or cut short (naming ``path``), or the temporary folder cannot be
         written (naming that folder: free space on it, or set ``TMPDIR``).
     """
+    from kprof.lifetime import owned_tempdir
+
     p = Path(path)
     inner_name = p.name[: -len(".gz")]
+    # Owned (kprof/lifetime.py): a process killed while it holds the copy (a notebook worker of an
+    # interrupted `kprof report`) leaves a folder that the next sweep knows to be stale and removes.
+    owned = contextlib.ExitStack()
     try:
-        folder = Path(tempfile.mkdtemp(prefix="kprof-gunzip-"))
+        folder = owned.enter_context(owned_tempdir("kprof-gunzip-"))
     except OSError as exc:
         raise KprofInputError(
             tempfile.gettempdir(), f"cannot create a temporary folder: {exc.strerror}"
         ) from exc
-    try:
+    with owned:
         inner = folder / inner_name
         try:
             with gzip.open(p, "rb") as src, open(inner, "wb") as dst:
@@ -152,8 +157,6 @@ def decompressed(path: str | os.PathLike[str]) -> Iterator[Path]:
         if inner.stat().st_size == 0:
             raise KprofInputError(p, "decompresses to an empty file")
         yield inner
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 __all__ = [

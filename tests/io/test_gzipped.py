@@ -73,6 +73,44 @@ def test_no_temporary_copy_is_left_behind(tmp_path: Path, monkeypatch: pytest.Mo
     assert gz.read_bytes() == before  # never written
 
 
+def test_a_copy_left_by_a_killed_process_is_removed_by_the_next_sweep(tmp_path: Path) -> None:
+    """A process killed while it holds a decompressed copy (a notebook worker of an interrupted `kprof
+    report`: every shipped kernel report is a .ncu-rep.gz) leaves its folder behind; the folder is kprof's
+    own while that process lives, and stale, so removed, once it is gone."""
+    import subprocess
+    import sys
+    import time
+
+    from kprof.lifetime import TEMP_PATTERNS, remove_stale
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    gz = _gz(SAMPLES / "timeline" / "gpu_bound.sqlite", tmp_path / "g.sqlite.gz")
+    holder = (
+        "import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
+        "from kprof.io.files import decompressed\n"
+        "with decompressed(sys.argv[2]):\n"
+        "    print('holding', flush=True); sys.stdin.read()\n"
+    )
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(SAMPLES.parents[1]), os.environ.get("PYTHONPATH", "")])
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder, str(scratch), str(gz)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
+        (left,) = scratch.iterdir()
+        assert left.name.startswith("kprof-gunzip-")
+        assert remove_stale(scratch, TEMP_PATTERNS, time.time() + 1) == []  # its owner lives: untouched
+    finally:
+        proc.kill()
+        proc.wait()
+    assert left.exists()  # SIGKILL: nothing ran in the process to remove it
+    assert remove_stale(scratch, TEMP_PATTERNS, time.time() + 1) == [left] and not left.exists()
+
+
 def test_truncated_gzip_names_the_file(tmp_path: Path) -> None:
     data = gzip.compress((SAMPLES / "timeline" / "gpu_bound.sqlite").read_bytes())
     bad = tmp_path / "cut.sqlite.gz"
