@@ -81,7 +81,7 @@ def test_the_launch_line_is_named_when_the_report_embeds_it() -> None:
 
 
 def test_a_launch_the_report_does_not_embed_is_not_invented() -> None:
-    d = _kernel("samples/ncu/small_grid.ncu-rep")
+    d = _kernel("samples/ncu/small_grid.ncu-rep.gz")
     assert d.bottleneck == B.SMALL_GRID and "which the report does not contain" in d.where_note
 
 
