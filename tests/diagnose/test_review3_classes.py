@@ -134,3 +134,16 @@ def test_a_pointer_chase_is_not_told_to_load_wider() -> None:
 def test_topk_is_not_offered_normalisation_kernels() -> None:
     d = _kernel("validation/blind6/lib_topk_small.raw.csv.gz")
     assert "normalisations" not in (d.fix or "")
+
+
+def test_the_blocking_pageable_copy_is_named() -> None:
+    """The host blocks in a 4-byte device-to-host copy to pageable memory every step (an async copy call that
+    returns after the copy): it was 'a blocking call'."""
+    d = _timeline("validation/blind6/tl_d2h_pageable.sqlite.gz")
+    assert "a copy to pageable host memory (13 device-to-host copies of 4 bytes each" in d.mechanism
+    assert "pinned buffer with non_blocking=True" in (d.fix or "")
+
+
+def test_a_sync_named_by_its_call_keeps_its_words() -> None:
+    d = _timeline("validation/timeline/profiles/busy73_host_gaps.sqlite.gz")  # .item() of the loss
+    assert "pageable host memory" not in d.mechanism

@@ -178,7 +178,29 @@ def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None
     if int((ge - gs)[inside].sum()) < th.DOMINANT_SHARE * int((ge - gs).sum()):
         return None
     kinds = _sync_kinds(ctx)
-    return _SYNC_KINDS[kinds[0][0]][0] if kinds else "a blocking call"
+    if kinds:
+        return _SYNC_KINDS[kinds[0][0]][0]
+    return _pageable_readback(ctx) or "a blocking call"
+
+
+def _pageable_readback(ctx: _Context) -> str | None:
+    """The words for copies to pageable host memory in the steady state, which block the host however they are
+    called (an asynchronous copy to pageable memory returns only after it ends, so after the queue ahead of it);
+    None when there are none."""
+    c = ctx.tl.copies
+    if not len(c):
+        return None
+    m = (c.start_ns >= ctx.steady_lo) & (c.start_ns < ctx.steady_hi) & np.isin(c.direction, (COPY_DTOH, 12))
+    m &= c.host_kind() == 0  # pageable
+    n = int(np.count_nonzero(m))
+    if n == 0:
+        return None
+    size = int(np.median(c.bytes[m]))
+    return (
+        f"a copy to pageable host memory ({n:,} device-to-host copies of {size:,} bytes each in the steady state: "
+        "from pageable memory even cudaMemcpyAsync, a non_blocking .cpu() or .to('cpu') returns only after the "
+        "copy, which waits for all the work queued ahead of it)"
+    )
 
 
 def _after_sync_words(ctx: _Context, blocks: str, otherwise: str) -> tuple[str, str]:
