@@ -96,6 +96,10 @@ def entry_path(report: str | os.PathLike[str]) -> Path | None:
     """The cache entry for the bytes of ``report`` (None when the cache is off or the file unreadable)."""
     if not enabled():
         return None
+    try:
+        where = folder()
+    except (RuntimeError, KeyError, OSError):  # no home folder to hold ~/.cache (a bare container): no cache
+        return None
     h = hashlib.blake2b(digest_size=20)
     h.update(_reader_digest().encode())
     try:
@@ -104,7 +108,7 @@ def entry_path(report: str | os.PathLike[str]) -> Path | None:
                 h.update(chunk)
     except OSError:
         return None
-    return folder() / f"{h.hexdigest()}.pickle"
+    return where / f"{h.hexdigest()}.pickle"
 
 
 def get(entry: Path | None, source: str) -> KernelProfile | None:

@@ -212,3 +212,18 @@ def test_the_command_line_says_the_same_from_the_cache(tmp_path: Path, small: Pa
     cold = diagnose()
     assert len(_entries(tmp_path / "cache" / "ncu")) == 1
     assert diagnose() == cold
+
+
+def test_no_home_folder_means_no_cache_not_an_error(
+    monkeypatch: pytest.MonkeyPatch, reads: list[str], small: Path
+) -> None:
+    import kprof
+
+    monkeypatch.setenv("KPROF_CACHE", "1")
+    monkeypatch.delenv("KPROF_CACHE_DIR", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert kprof.load(small)[0].metrics and len(reads) == 1
