@@ -177,4 +177,9 @@ def cache_dir() -> Path:
     ``.nsys-rep`` reports (:mod:`kprof.io.nsys`) and, under ``ncu/``, the reads of ``.ncu-rep`` reports
     (:mod:`kprof.io.ncu_cache`); never anything beside the user's files."""
     env = os.environ.get("KPROF_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "kprof"
+    if env:
+        return Path(env)
+    try:
+        return Path.home() / ".cache" / "kprof"
+    except (RuntimeError, KeyError):  # no home folder (HOME unset, no passwd entry): a per-user temporary one
+        return Path(tempfile.gettempdir()) / f"kprof-cache-{getattr(os, 'getuid', lambda: 0)()}"

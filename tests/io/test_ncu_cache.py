@@ -214,11 +214,16 @@ def test_the_command_line_says_the_same_from_the_cache(tmp_path: Path, small: Pa
     assert diagnose() == cold
 
 
-def test_no_home_folder_means_no_cache_not_an_error(
-    monkeypatch: pytest.MonkeyPatch, reads: list[str], small: Path
+def test_no_home_folder_falls_back_to_a_private_temporary_cache(
+    monkeypatch: pytest.MonkeyPatch, reads: list[str], small: Path, tmp_path: Path
 ) -> None:
+    """HOME unset in a bare container: Path.home() raises; the cache goes to a per-user folder in the temporary
+    directory instead of failing the run."""
+    import tempfile
+
     import kprof
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("KPROF_CACHE", "1")
     monkeypatch.delenv("KPROF_CACHE_DIR", raising=False)
 
@@ -227,3 +232,4 @@ def test_no_home_folder_means_no_cache_not_an_error(
 
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
     assert kprof.load(small)[0].metrics and len(reads) == 1
+    assert len(list(tmp_path.glob("kprof-cache-*/ncu/*.pickle"))) == 1
