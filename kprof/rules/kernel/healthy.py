@@ -7,11 +7,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kprof import thresholds as th
-from kprof.facts.kernel import UNDER_NCU, KernelFacts, bandwidth_metric, dram_bytes, metric_value, unit_words
+from kprof.facts.kernel import (
+    UNDER_NCU,
+    KernelFacts,
+    bandwidth_metric,
+    compulsory_dram_bytes,
+    dram_bytes,
+    metric_value,
+    unit_words,
+)
 from kprof.facts.names import DURATION, L2_READ_HIT_RATE
 from kprof.facts.units import MEMORY_UNITS
 from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict
-from kprof.rules.kernel.common import B, Mechanism, findings_of, pc, subject, unit_used
+from kprof.rules.kernel.common import B, Mechanism, findings_of, fmt_ns, pc, subject, unit_used
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT, l2_passes_dram_stream
 
 _NEXT_STEP = (
@@ -77,6 +85,7 @@ def healthy(f: KernelFacts, unit: str, advice: Sequence[Mechanism] = ()) -> Diag
             f"The kernel keeps its limiting unit ({unit_words(f, unit)}) busy with useful work over its whole run, on a "
             "grid that fills the GPU; no mechanism (coalescing, bank conflicts, spills, divergence, grid size) "
             "explains a gap, so other counters (occupancy, registers, conflicts) are not problems here."
+            + _what_the_unit_does(f, unit)
         ),
         fix=fix,
         expect=(_less_work_expectation(f, unit),),
@@ -117,6 +126,32 @@ def _achieved(f: KernelFacts, unit: str) -> list[Evidence]:
             )
         ]
     return []
+
+
+def _what_the_unit_does(f: KernelFacts, unit: str) -> str:
+    """The numbers that make this kernel's "useful work" concrete: the bytes a DRAM-bound kernel moves against the
+    bytes its instructions asked for; the share of a compute-bound kernel's instructions that are the op's own
+    arithmetic. "" when the report cannot say."""
+    if unit == "dram":
+        moved, needed, ns = dram_bytes(f.k), compulsory_dram_bytes(f.k), f.duration_ns or f.v(DURATION)
+        if not moved or not ns:
+            return ""
+        out = f" It moves {moved / 1e6:,.0f} MB through DRAM in {fmt_ns(ns)} ({moved / ns:,.0f} GB/s)"
+        if needed:
+            out += (
+                f", {moved / needed:.2f}x the {needed / 1e6:,.0f} MB its instructions asked for: the traffic is the "
+                "op's own"
+            )
+        return out + "."
+    if unit in ("fp32", "fp64", "int", "xu", "tensor"):
+        work = f.work_share()
+        if work is None or unit == "tensor":
+            return ""
+        return (
+            f" {pc(work)}% of its executed instructions are arithmetic on the data (the op's own work, not index "
+            "math or conversions)."
+        )
+    return ""
 
 
 def _less_work_expectation(f: KernelFacts, unit: str) -> Expectation:
