@@ -3,6 +3,7 @@ blocking, start-up, launch and other host calls, the steady state's window, tear
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -423,3 +424,14 @@ def _context(tl: Timeline) -> _Context:
         others = ", ".join(f"GPU {d}: {_ms(b)} busy" for d, b in per_dev if d != gpu.device)
         ctx.notes.append(f"diagnosed GPU {gpu.device}, the busiest; {others}")
     return ctx
+
+
+def _calls_in_window(ctx: _Context, lo: int, hi: int, pattern: re.Pattern[str]) -> int:
+    """How many CUDA API calls between ``lo`` and ``hi`` have a name (without nsys's ``_v`` suffix) that
+    ``pattern`` matches: allocations in a launch-bound loop, module loads in a host-compute one."""
+    api = ctx.tl.api
+    m = (api.start_ns >= lo) & (api.end_ns <= hi)
+    if not m.any():
+        return 0
+    hits = np.array([bool(pattern.match(api_base_name(n))) for n in api.names] or [False])
+    return int(hits[api.name_id[m]].sum())

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from kprof import thresholds as th
-from kprof.diagnose.timeline.context import _Context
+from kprof.diagnose.timeline.context import _calls_in_window, _Context
 from kprof.diagnose.timeline.covers import _Cover, _host_compute_fix, _named_cover
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _host_sampling, _recapture
 from kprof.diagnose.timeline.findings import _findings
@@ -68,18 +68,6 @@ def _host_compute_evidence(w: _Window, hc: int, top: _Cover | None) -> list[Evid
 _MODULE_LOAD = re.compile(r"^(cu|cuda)(Module|Library)Load")
 """Loading GPU code into the context: once per module at start-up, and in a loop only when new code keeps
 arriving (a JIT: torch.compile recompiling, Triton compiling a new specialization, NVRTC)."""
-
-
-def _module_loads(ctx: _Context, w: _Window) -> int:
-    """How many module or library loads the window holds."""
-    from kprof.timeline_model.names import api_base_name
-
-    api = ctx.tl.api
-    m = (api.start_ns >= w.lo) & (api.end_ns <= w.hi)
-    if not m.any():
-        return 0
-    hits = np.array([bool(_MODULE_LOAD.match(api_base_name(n))) for n in api.names] or [False])
-    return int(hits[api.name_id[m]].sum())
 
 
 def _compiling(loads: int, n: int) -> bool:
@@ -174,7 +162,7 @@ def _diag_host_compute(ctx: _Context, w: _Window, subject: Subject, share: float
     n = len(w.host_compute_gaps[0])
     top = _named_cover(ctx, w)
     what, fix = _host_compute_fix(top.name if top else None, _language(ctx.tl))
-    loads = _module_loads(ctx, w)
+    loads = _calls_in_window(ctx, w.lo, w.hi, _MODULE_LOAD)
     compiling = _compiling(loads, n)
     if compiling:
         what = "compiling new GPU code"

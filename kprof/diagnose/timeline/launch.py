@@ -9,7 +9,7 @@ import numpy as np
 
 from kprof import commands
 from kprof import thresholds as th
-from kprof.diagnose.timeline.context import _Context
+from kprof.diagnose.timeline.context import _calls_in_window, _Context
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _Window
@@ -161,11 +161,17 @@ def _launch_evidence(w: _Window) -> list[Evidence]:
     return ev
 
 
-def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
-    """(headline, mechanism, fix) of a launch-bound steady state, the fix in the program's language."""
-    host_idle = w.idle_by_cause.get("host", 0)
+def _biggest_host_share(w: _Window) -> str:
+    """Where most of the host time in the host-caused gaps goes (a :attr:`_Window.host_split` key), "" if unknown."""
     split = w.host_split
-    biggest = max(split.items(), key=lambda kv: kv[1]) if split else ("", 0)
+    return max(split.items(), key=lambda kv: kv[1])[0] if split else ""
+
+
+def _launch_words(ctx: _Context, w: _Window, calls: list[tuple[str, float]]) -> tuple[str, str, str]:
+    """(headline, mechanism, fix) of a launch-bound steady state, the fix in the program's language. ``calls``: the
+    other CUDA calls that hold the host time, when they hold most of it (:func:`_other_calls`), else []."""
+    host_idle = w.idle_by_cause.get("host", 0)
+    biggest = _biggest_host_share(w)
     per_launch = w.launch_interval_ns or 0
     n = w.kernel_count
     headline = (
@@ -175,7 +181,6 @@ def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
         + (f" one every {_ms(per_launch)}" if per_launch else "")
         + f" and each runs in {_ms(w.median_kernel_ns)}."
     )
-    calls = _other_calls(ctx, w) if biggest[0] == "other CUDA calls" else []
     alloc = _allocation_churn(calls)
     if alloc:
         headline = (
@@ -190,7 +195,7 @@ def _launch_words(ctx: _Context, w: _Window) -> tuple[str, str, str]:
         "untraced host time": "in untraced host code (Python, framework dispatch) between the launches"
         if _language(ctx.tl) != NATIVE
         else "in the program's own host code between the launches",
-    }.get(biggest[0], "on the host")
+    }.get(biggest, "on the host")
     what = _launches_per_iteration(ctx, w)
     if calls:
         where += f": {_calls_words(calls)}"
@@ -236,16 +241,6 @@ def _other_calls(ctx: _Context, w: _Window, top: int = 3) -> list[tuple[str, flo
         by_name[base] = by_name.get(base, 0.0) + float(per[i])
     ranked = sorted(by_name.items(), key=lambda kv: -kv[1])[:top]
     return [(name, t / w.wall_ns) for name, t in ranked]
-
-
-def _allocation_calls(ctx: _Context, w: _Window) -> int:
-    """How many allocation and free calls (:data:`_ALLOCATION_CALLS`) the window holds."""
-    from kprof.timeline_model.names import api_base_name
-
-    api = ctx.tl.api
-    m = (api.start_ns >= w.lo) & (api.end_ns <= w.hi)
-    hits = np.array([bool(_ALLOCATION_CALLS.match(api_base_name(n))) for n in api.names] or [False])
-    return int(hits[api.name_id[m]].sum()) if m.any() else 0
 
 
 def _calls_words(calls: list[tuple[str, float]]) -> str:
@@ -357,10 +352,9 @@ def _launch_expect(w: _Window, allocations: int | None = None) -> tuple[Expectat
 
 
 def _diag_host(ctx: _Context, w: _Window, subject: Subject, share: float) -> Diagnosis:
-    headline, mech, fix = _launch_words(ctx, w)
-    allocations = (
-        _allocation_calls(ctx, w) if w.host_split and _allocation_churn(_other_calls(ctx, w)) else None
-    )
+    calls = _other_calls(ctx, w) if _biggest_host_share(w) == "other CUDA calls" else []
+    headline, mech, fix = _launch_words(ctx, w, calls)
+    allocations = _calls_in_window(ctx, w.lo, w.hi, _ALLOCATION_CALLS) if _allocation_churn(calls) else None
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.HOST_LAUNCH_BOUND,
