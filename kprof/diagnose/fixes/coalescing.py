@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from kprof import thresholds as th
-from kprof.diagnose.fixes.context import Context, L, Text, keep_with_line, pct, sass_index, where_sentence
+from kprof.diagnose.fixes.context import B, Context, L, Text, keep_with_line, pct, sass_index, where_sentence
 from kprof.diagnose.fixes.source import strided_access, strip_comments, thread_varying
-from kprof.diagnose.sass import GLOBAL_LOADS, PER_PC_SECTORS, PER_PC_SECTORS_IDEAL, dataflow
-from kprof.diagnose.where import address_from_load
+from kprof.diagnose.sass import GLOBAL_LOADS, dataflow
+from kprof.diagnose.where import MEASURES, address_from_load
 from kprof.model import SourceLine
 
 
@@ -50,14 +50,12 @@ def line_dependent_share(c: Context, w: SourceLine | None) -> float | None:
     else:
         mine = [s for s in c.k.sass if w.pc is not None and s.pc - entry == w.pc]
     dependent_pcs = dataflow(c.k.sass).dependent_pcs
+    excess_of = MEASURES[B.UNCOALESCED_GLOBAL_ACCESS].per_pc  # the excess sectors `where` attributes
     total = dep = 0.0
     for s in mine:
         if s.mnemonic not in GLOBAL_LOADS:
             continue
-        got, ideal = s.counters.get(PER_PC_SECTORS), s.counters.get(PER_PC_SECTORS_IDEAL)
-        if got is None or ideal is None:
-            continue
-        excess = max(0.0, got - ideal)
+        excess = excess_of(s)
         total += excess
         if s.pc in dependent_pcs:
             dep += excess
