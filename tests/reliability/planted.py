@@ -179,6 +179,8 @@ TENSOR_MIN = "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles
 GLD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 DRAM_READ = "dram__bytes_read.sum"
 L2_SOL = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
+UNREAD_COUNT = "idc__requests.sum"
+"""Requests to the indexed constant cache: a plain count that no kernel rule reads."""
 
 
 CASES: dict[str, Planted] = {
@@ -267,6 +269,12 @@ CASES: dict[str, Planted] = {
             ),
         ),
         Planted(
+            "kineto-gpu-clock-5ms-early",
+            "every GPU event 5 ms earlier (before the calls that launched it: caught before this change)",
+            TIMELINE / "gpu_bound.json.gz",
+            kineto(TIMELINE / "gpu_bound.json.gz", kineto_shift(-5000.0)),
+        ),
+        Planted(
             "kineto-work-on-device-3",
             "every GPU event on device 3 while deviceProperties lists device 0",
             TIMELINE / "gpu_bound.json.gz",
@@ -300,6 +308,12 @@ CASES: dict[str, Planted] = {
             f"{GLD_SECTORS}, which the coalescing verdict reads, at -4e6",
             NCU_RAW_CSV,
             raw_values(**{GLD_SECTORS: "-4000000"}),
+        ),
+        Planted(
+            "raw-unread-count-negative",
+            f"{UNREAD_COUNT}, a count no rule reads, at -5",
+            NCU_RAW_CSV,
+            raw_values(**{UNREAD_COUNT: "-5"}),
         ),
         Planted(
             "raw-l2-throughput-150pct",
