@@ -140,17 +140,7 @@ class _Impossible:
 
         if not len(api):
             return
-        ok = ~self.bad["api"] & (api.correlation > 0)
-        rows = np.flatnonzero(ok) if not ok.all() else np.arange(len(api))
-        ids = api.correlation[rows]
-        if len(ids) > 1 and not np.all(ids[1:] >= ids[:-1]):  # calls are usually in id order already
-            order = np.argsort(ids, kind="stable")
-            ids, rows = ids[order], rows[order]
-        same = ids[1:] == ids[:-1]  # keep the ids that one call holds (processes may reuse ids)
-        shared = np.zeros(len(ids), dtype=bool)
-        shared[1:] |= same
-        shared[:-1] |= same
-        ids, rows = ids[~shared], rows[~shared]
+        ids, rows = _call_ids(api, ~self.bad["api"])
         launch_start = api.start_ns[rows]
         api_bad = np.zeros(len(api), dtype=bool)
         for name in GPU_TABLES:
@@ -230,6 +220,22 @@ class _Impossible:
                 )
 
 
+def _call_ids(api: ApiTable, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The correlation ids that one call of ``api`` (among rows ``ok``) holds, sorted, and those calls' rows
+    (processes may reuse ids: an id two calls hold matches neither)."""
+    ok = ok & (api.correlation > 0)
+    rows = np.flatnonzero(ok) if not ok.all() else np.arange(len(api))
+    ids = api.correlation[rows]
+    if len(ids) > 1 and not np.all(ids[1:] >= ids[:-1]):  # calls are usually in id order already
+        order = np.argsort(ids, kind="stable")
+        ids, rows = ids[order], rows[order]
+    same = ids[1:] == ids[:-1]
+    shared = np.zeros(len(ids), dtype=bool)
+    shared[1:] |= same
+    shared[:-1] |= same
+    return ids[~shared], rows[~shared]
+
+
 def _refuse_emptied(
     source: str, damaged: list[DamagedRows], out: dict[str, Any], tables: dict[str, Any]
 ) -> None:
@@ -293,7 +299,7 @@ def _clock_and_device_notes(tl: Timeline, tables: dict[str, Any]) -> list[str]:
     if late is not None:
         ns, n, total, what = late
         notes.append(
-            f"the GPU clock runs at least {_ms(ns)} late against the host's: GPU work launched before {what} ended "
+            f"the GPU clock runs at least {_ms(ns)} late against the host's: {what} ended "
             f"{_ms(ns)} after the call returned ({n} of {total} such calls), which no synchronization allows; the "
             "idle gaps and what the host did in them are placed across the two clocks, so a gap's cause may be "
             "misplaced by as much"
@@ -325,55 +331,55 @@ def _late_gpu_clock(api: ApiTable, tables: dict[str, Any]) -> tuple[int, int, in
     Two calls wait for known GPU work: a device-wide synchronization (:data:`_DEVICE_SYNCS`) for everything its
     thread launched on the device before it (the device of the thread's last launch), and a synchronous
     device-to-host copy (``cudaMemcpy``) for its own copy. Measured on every capture of the samples, the
-    validation galleries and the corpus: the synchronization returned 1.6 us or more after the last such work
-    ended (1,400 calls) and the copy call 5.9 us or more after its copy (31 calls)."""
+    validation galleries and the corpus: the synchronization returned 1.56 us or more after the last such work
+    ended (1,444 calls) and the copy call 5.9 us or more after its copy (31 calls)."""
     from kprof.thresholds import CLOCK_ALIGNMENT_SLACK_NS
     from kprof.timeline_model.names import ApiCategory, api_base_name
     from kprof.timeline_model.tables import COPY_DTOH
 
-    if not len(api):
+    ids, rows = _call_ids(api, np.ones(len(api), dtype=bool))
+    if not len(ids):
         return None
-    order = np.argsort(api.correlation, kind="stable")
-    ids = api.correlation[order]
-    starts, ends, devs, calls = [], [], [], []
+    ends, devs, calls = [], [], []
     copy_late = np.zeros(0, np.int64)
     for name in GPU_TABLES:
         t = tables[name]
         if not len(t):
             continue
         j = np.clip(np.searchsorted(ids, t.correlation), 0, len(ids) - 1)
-        hit = (ids[j] == t.correlation) & (t.correlation > 0)
-        starts.append(t.start_ns[hit])
+        hit = ids[j] == t.correlation
         ends.append(t.end_ns[hit])
         devs.append(t.device[hit])
-        calls.append(order[j[hit]])
+        calls.append(rows[j[hit]])
         if name == "copies":
-            sync_copy = (
-                (api.category[order[j]] == int(ApiCategory.COPY_SYNC)) & hit & (t.direction == COPY_DTOH)
+            blocking = (
+                hit & (api.category[rows[j]] == int(ApiCategory.COPY_SYNC)) & (t.direction == COPY_DTOH)
             )
-            copy_late = t.end_ns[sync_copy] - api.end_ns[order[j[sync_copy]]]
-    if not calls:
+            copy_late = t.end_ns[blocking] - api.end_ns[rows[j[blocking]]]
+    if not calls:  # no GPU work at all
         return None
     end, dev, call = np.concatenate(ends), np.concatenate(devs), np.concatenate(calls)
     syncs = np.array([api_base_name(n) in _DEVICE_SYNCS for n in api.names] or [False])[api.name_id]
-    late: list[int] = []
+    late = []
     for thread in np.unique(api.thread[syncs]).tolist():
         mine = api.thread[call] == thread
         if not mine.any():
             continue
-        cs, e, d = api.start_ns[call[mine]], end[mine], dev[mine]
-        o = np.argsort(cs, kind="stable")
-        cs, e, d = cs[o], e[o], d[o]
+        o = np.argsort(api.start_ns[call[mine]], kind="stable")  # the thread's launches in call order
+        cs, e, d = api.start_ns[call[mine]][o], end[mine][o], dev[mine][o]
         s_rows = np.flatnonzero(syncs & (api.thread == thread))
-        last = np.searchsorted(cs, api.start_ns[s_rows]) - 1  # the thread's last launch before each sync
-        for si, li in zip(s_rows.tolist(), last.tolist(), strict=True):
-            if li < 0:
-                continue
-            on = d[: li + 1] == d[li]
-            late.append(int(e[: li + 1][on].max() - api.end_ns[si]))
+        last = np.searchsorted(cs, api.start_ns[s_rows]) - 1  # its last launch before each sync
+        s_rows, last = s_rows[last >= 0], last[last >= 0]
+        for device in np.unique(d[last]).tolist():  # the device of that launch: the one the sync waits for
+            ended = np.maximum.accumulate(np.where(d == device, e, np.iinfo(np.int64).min))
+            at = d[last] == device
+            late.append(ended[last[at]] - api.end_ns[s_rows[at]])
     checks = [
-        ("a device-wide synchronization", np.array(late, np.int64)),
-        ("a blocking device-to-host copy", copy_late),
+        (
+            "GPU work launched before a device-wide synchronization",
+            np.concatenate(late) if late else np.zeros(0, np.int64),
+        ),
+        ("the copy of a blocking device-to-host cudaMemcpy", copy_late),
     ]
     for what, v in checks:
         if len(v) and v.max() > CLOCK_ALIGNMENT_SLACK_NS:

@@ -23,6 +23,8 @@ from typing import Any
 from tests.reliability.inputs import NCU_DETAILS_CSV, NCU_RAW_CSV, SAMPLES
 
 TIMELINE = SAMPLES / "timeline"
+ONE_LAUNCH = SAMPLES.parent / "validation" / "timeline" / "profiles" / "one_launch_cudamalloc.sqlite.gz"
+"""One cudaMallocManaged, one kernel, one blocking copy back (a validation capture, H200)."""
 GPU_OPS = ("kernel", "gpu_memcpy", "gpu_memset")
 NSYS_GPU_TABLES = {
     "kernel": "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -265,6 +267,18 @@ CASES: dict[str, Planted] = {
                     f'UPDATE {t} SET start = start + 5000000, "end" = "end" + 5000000'
                     for t in NSYS_GPU_TABLES.values()
                     if t != "CUPTI_ACTIVITY_KIND_MEMCPY"
+                ),
+            ),
+        ),
+        Planted(
+            "nsys-gpu-clock-5ms-late-blocking-copy",
+            "every GPU row 5 ms later in a capture whose only wait is a blocking cudaMemcpy to the host",
+            ONE_LAUNCH,
+            nsys(
+                ONE_LAUNCH,
+                *(
+                    f'UPDATE {t} SET start = start + 5000000, "end" = "end" + 5000000'
+                    for t in (NSYS_GPU_TABLES["kernel"], NSYS_GPU_TABLES["memcpy"])
                 ),
             ),
         ),

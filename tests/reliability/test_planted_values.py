@@ -134,12 +134,22 @@ def test_one_speed_of_light_value_above_its_peak_leaves_no_verdict(
 # ----------------------------------------------------------------------------- clock and device
 
 
-@pytest.mark.parametrize("case", ["kineto-gpu-clock-5ms-late", "nsys-gpu-clock-5ms-late"])
-def test_a_late_gpu_clock_is_named(case: str, outcomes: dict[str, tuple[str, dict[str, Any]]]) -> None:
+@pytest.mark.parametrize(
+    ("case", "wait"),
+    [
+        ("kineto-gpu-clock-5ms-late", "GPU work launched before a device-wide synchronization"),
+        ("nsys-gpu-clock-5ms-late", "GPU work launched before a device-wide synchronization"),
+        ("nsys-gpu-clock-5ms-late-blocking-copy", "the copy of a blocking device-to-host cudaMemcpy"),
+    ],
+)
+def test_a_late_gpu_clock_is_named(
+    case: str, wait: str, outcomes: dict[str, tuple[str, dict[str, Any]]]
+) -> None:
+    """Before: the same verdicts (healthy gpu_bound, a gpu_bound fix, startup_bound) with no word of the clock."""
     d = _outcome(outcomes, case)
     assert d["verdict"] != "inconclusive", d["headline"]
     assert "The GPU clock runs at least 4.9" in d["mechanism"], d["mechanism"]
-    assert "after the call returned" in d["mechanism"]
+    assert f"{wait} ended 4.9" in d["mechanism"] and "ms after the call returned" in d["mechanism"]
 
 
 def test_an_early_gpu_clock_leaves_no_verdict(outcomes: dict[str, tuple[str, dict[str, Any]]]) -> None:
@@ -245,3 +255,16 @@ def test_which_metrics_ncu_can_write_negative(name: str, derived: bool) -> None:
 def test_which_percentages_cannot_pass_their_peak(name: str, value: float, odd: bool) -> None:
     k = KernelLaunch(id=0, name="k", metrics={name: Metric(value, "%")})
     assert bool(k.odd_values()) is odd, k.odd_values()
+
+
+def test_a_capture_with_calls_but_no_gpu_work_loads(tmp_path: Path) -> None:
+    """The clock check has no GPU row to match (the corpus's CUPTI range-profiler trace is one such file)."""
+    tr = json.loads(gzip.decompress((TIMELINE / "gpu_bound.json.gz").read_bytes()))
+    tr["traceEvents"] = [
+        e for e in tr["traceEvents"] if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")
+    ]
+    p = tmp_path / "no_gpu.json"
+    p.write_text(json.dumps(tr))
+    tl = kprof.load(p)
+    assert len(tl.api) > 0 and tl.gpu_op_count == 0
+    assert kprof.diagnose(p)[0].verdict.value == "inconclusive"
