@@ -246,8 +246,8 @@ def _damaged_values(
         f"({why}){others}; no verdict is built on this launch.",
         evidence=tuple(evidence),
         mechanism=f"{reads} (no SMs, no time, a negative count, a unit above its peak) any verdict would be an "
-        "artifact of the value. Nsight Compute does not write such a value for "
-        "this metric: it came from the export, a conversion or the capture, which the file alone does not tell.",
+        "artifact of the value. Whether it came from the capture, an export, a conversion or an edit, the "
+        "file alone does not tell: its structure is sound.",
         confidence=Confidence(value=0.9, would_raise="a report whose values are all possible"),
         next_step="Export the report again from the .ncu-rep (`ncu --import REPORT.ncu-rep --csv --page raw > "
         "kernels.csv`), or profile the kernel again (`ncu --set full`), and diagnose the new file.",
