@@ -318,12 +318,14 @@ class KernelLaunch:
         from kprof.thresholds import NCU_NEGATIVE_TOLERANCE, NCU_PCT_OF_PEAK_MAX
 
         out: list[OddValue] = []
-        for name in sorted(self.metrics):
-            if name in POSITIVE_METRICS or name.startswith("device__attribute_"):
+        for name, m in sorted(self.metrics.items()):  # items(): a scan, not a look-up (see reading())
+            if (
+                name in POSITIVE_METRICS
+                or name.startswith("device__attribute_")
+                or isinstance(m.value, str | bool)
+            ):
                 continue
-            v = self.value(name)
-            if v is None:
-                continue
+            v = float(m.value)
             if v < -NCU_NEGATIVE_TOLERANCE:
                 why = ncu_derived(name)
                 out.append(

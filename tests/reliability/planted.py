@@ -181,6 +181,7 @@ TENSOR_MIN = "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles
 GLD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 DRAM_READ = "dram__bytes_read.sum"
 L2_SOL = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
+THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
 UNREAD_COUNT = "idc__requests.sum"
 """Requests to the indexed constant cache: a plain count that no kernel rule reads."""
 
@@ -316,6 +317,12 @@ CASES: dict[str, Planted] = {
             f"{TENSOR_MIN} at -1.8% (seen in a genuine report)",
             NCU_RAW_CSV,
             raw_values(**{TENSOR_MIN: "-1.8"}),
+        ),
+        Planted(
+            "raw-threads-per-instruction-negative",
+            f"{THREADS_PER_INST}, which the divergence rule reads, at -3 (a ratio ncu computes)",
+            NCU_RAW_CSV,
+            raw_values(**{THREADS_PER_INST: "-3"}),
         ),
         Planted(
             "raw-global-load-sectors-negative",

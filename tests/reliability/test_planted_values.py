@@ -25,8 +25,18 @@ from typing import Any
 import pytest
 
 import kprof
+from kprof.diagnose.kernel import diagnose_launch
 from kprof.kernel_model import KernelLaunch, Metric, ncu_derived
-from tests.reliability.planted import CASES, GLD_SECTORS, L2_SOL, RED_HIT, TENSOR_MIN, TIMELINE, UNREAD_COUNT
+from tests.reliability.planted import (
+    CASES,
+    GLD_SECTORS,
+    L2_SOL,
+    RED_HIT,
+    TENSOR_MIN,
+    THREADS_PER_INST,
+    TIMELINE,
+    UNREAD_COUNT,
+)
 from tests.reliability.test_impossible_data import _damaged, _diagnose_json, _first
 
 
@@ -196,6 +206,18 @@ def test_a_negative_value_ncu_writes_keeps_the_verdict_and_is_named(
     assert "damaged" not in d["headline"]
 
 
+def test_a_negative_ratio_the_verdict_reads_is_set_aside(
+    outcomes: dict[str, tuple[str, dict[str, Any]]], intact: dict[Path, Any]
+) -> None:
+    """A value ncu writes itself never blocks, even where a rule reads it: the rule sees it as not collected."""
+    log: set[str] = set()
+    diagnose_launch(kprof.load(CASES["raw-threads-per-instruction-negative"].sample)[0].reading(log))
+    assert THREADS_PER_INST in log, "the divergence rule reads it on this report"
+    d = _outcome(outcomes, "raw-threads-per-instruction-negative")
+    _same_verdict(d, intact, "raw-threads-per-instruction-negative")
+    assert f"The report holds -3 for {THREADS_PER_INST}, a counter artefact" in d["mechanism"], d["mechanism"]
+
+
 def test_a_negative_count_the_verdict_reads_leaves_no_verdict(
     outcomes: dict[str, tuple[str, dict[str, Any]]],
 ) -> None:
@@ -207,6 +229,9 @@ def test_a_negative_count_the_verdict_reads_leaves_no_verdict(
 def test_a_negative_count_no_rule_reads_changes_nothing_but_is_named(
     outcomes: dict[str, tuple[str, dict[str, Any]]], intact: dict[Path, Any]
 ) -> None:
+    log: set[str] = set()
+    diagnose_launch(kprof.load(CASES["raw-unread-count-negative"].sample)[0].reading(log))
+    assert GLD_SECTORS in log and UNREAD_COUNT not in log
     d = _outcome(outcomes, "raw-unread-count-negative")
     _same_verdict(d, intact, "raw-unread-count-negative")
     assert f"The report holds -5 for {UNREAD_COUNT}, which no measurement gives" in d["mechanism"], d[
