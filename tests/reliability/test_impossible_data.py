@@ -359,7 +359,7 @@ def test_real_ncu_reports_have_no_impossible_values(tmp_path: Path) -> None:
             assert k.odd_values() == (), (f.name, k.id, k.odd_values())
         damaged = [d.headline for d in kprof.diagnose(prof) if is_damaged(d)]
         assert damaged == [], (f.name, damaged)
-    assert n >= 140
+    assert n >= (140 if CORPUS.is_dir() else 110), n  # 149 launches with the corpus, 118 without
 
 
 def test_two_launches_with_one_id_stay_two(tmp_path: Path) -> None:
