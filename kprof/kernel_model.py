@@ -11,8 +11,9 @@ available on request as a pandas DataFrame (:meth:`KernelLaunch.to_dataframe`,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +107,103 @@ POSITIVE_METRICS = {
 }
 """Metrics that are above 0 in every real report (:meth:`KernelLaunch.impossible_values`)."""
 
+_BOUNDED_PCT_OF_PEAK = (
+    ".pct_of_peak_sustained_elapsed",
+    ".avg.pct_of_peak_sustained_active",
+    ".sum.pct_of_peak_sustained_active",
+)
+"""Utilisations that no unit can exceed: a count over its peak rate times the *elapsed* cycles (every rollup: the
+cycles are the same for every unit), or the units' total over their summed *active* cycles (``.avg``/``.sum``).
+The per-unit extremes over active cycles (``.max``/``.min.pct_of_peak_sustained_active``) divide one unit's count
+by the units' mean active cycles: a busy unit of an unbalanced launch reaches 1,622% of it in a real report (see
+:data:`~kprof.thresholds.NCU_PCT_OF_PEAK_MAX`), so they are not bounded."""
+
+
+def ncu_derived(name: str) -> str | None:
+    """Why ncu itself can write ``name`` below 0, or None when it cannot (a count, a time, a launch value).
+
+    No hardware counter counts below zero. ncu writes a negative value only for a metric it computes from
+    other counters, and does not clamp it: "measurement values that lie outside the expected logical range
+    of a metric ... are not clamped by the tool", most often because the counters behind one metric were
+    collected in different replay passes (Nsight Compute Kernel Profiling Guide, "Range and Precision").
+    Which metrics ncu computes shows in their names:
+
+    - ``derived__*``: ncu's derived metrics, formulas over other metrics;
+    - hit counts and hit rates (``_hit`` in the counter): a cache's hits are computed from its lookups and
+      misses; genuine reports hold ``lts__t_sectors_srcunit_tex_op_red_lookup_hit.sum`` at -1 and -2102
+      sectors (a cuBLAS GEMM, an A100 kernel: issue 23);
+    - ratios and percentages (``.pct``, ``.ratio``, ``.pct_of_peak_*``, ``.per_cycle_*``) and the per-unit
+      minimum (``.min``): a ratio is negative only when its counter is such a difference, and the least busy
+      unit's value is where a difference of two passes is largest against the value (genuine reports hold
+      ``sm__pipe_tensor_type_..._cycles_active.min.pct_of_peak_sustained_elapsed`` at -1.8%).
+
+    Plain counts (``.sum``, ``.avg``, ``.max``), rates per second, peaks, times, elapsed cycles and launch
+    values are counted or set once: ncu writes none of them negative.
+
+    Examples
+    --------
+    >>> ncu_derived("lts__t_sectors_srcunit_tex_op_red_lookup_hit.sum") is not None
+    True
+    >>> ncu_derived("dram__bytes_read.sum") is None
+    True
+    """
+    base, _, sub = name.partition(".")
+    rollup, _, rest = sub.partition(".")
+    if (
+        name in POSITIVE_METRICS
+        or base.startswith(("launch__", "device__attribute_"))
+        or "cycles_elapsed" in base
+    ):
+        return None
+    if base.startswith("derived__"):
+        return "one of ncu's derived metrics, a formula over other metrics"
+    if re.search(r"_hit(?:_|$)", base.split("__", 1)[-1]):
+        return "a hit count, which ncu computes from the cache's lookups and misses"
+    if sub in ("pct", "ratio") or rollup in ("pct", "ratio") or rest.startswith(("pct_of_peak", "per_cycle")):
+        return "a ratio of counters that ncu may collect in different replay passes"
+    if rollup == "min":
+        return "the least busy unit's value, where a difference of replay passes weighs most"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class OddValue:
+    """A metric value outside the range any measurement gives (:meth:`KernelLaunch.odd_values`)."""
+
+    metric: str
+    value: float
+    why: str
+    """What cannot be true about it, or why ncu writes it (when ``artefact``)."""
+    artefact: bool = False
+    """True for a value ncu itself writes for this kind of metric (:func:`ncu_derived`): it is set aside and
+    named, never a reason to refuse the launch."""
+
+
+class _Reads(Mapping[str, "Metric"]):
+    """A launch's metrics that note each name a rule looks up (``get``, ``[]``, ``in``) in ``log``; iterating
+    (a scan by name pattern) notes nothing."""
+
+    __slots__ = ("_log", "_metrics")
+
+    def __init__(self, metrics: Mapping[str, Metric], log: set[str]) -> None:
+        self._metrics, self._log = metrics, log
+
+    def __getitem__(self, name: str) -> Metric:
+        self._log.add(name)
+        return self._metrics[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._metrics)
+
+    def __len__(self) -> int:
+        return len(self._metrics)
+
+    def items(self) -> Any:
+        return self._metrics.items()
+
+    def values(self) -> Any:
+        return self._metrics.values()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KernelLaunch:
@@ -178,18 +276,15 @@ class KernelLaunch:
         return None
 
     def impossible_values(self) -> tuple[tuple[str, float, str], ...]:
-        """``(metric, value, what cannot be true)`` for each value that no measurement can give: a
-        duration, elapsed cycles, SM count or launch size of 0 or less, or any metric below
-        -:data:`~kprof.thresholds.NCU_NEGATIVE_TOLERANCE` (ncu rounds some derived percentages a
-        hair below 0; nothing it reports is negative). Empty for every sample and corpus report.
+        """``(metric, value, what cannot be true)`` for each value every rule reads that no measurement can give:
+        a duration, elapsed cycles, SM count or launch size of 0 or less. Empty for every sample, validation
+        and corpus report. Other metrics out of range are :meth:`odd_values`.
 
         Examples
         --------
         >>> KernelLaunch(id=0, name="k", metrics={"gpu__time_duration.sum": Metric(-5, "ns")}).impossible_values()
         (('gpu__time_duration.sum', -5.0, 'a kernel takes time'),)
         """
-        from kprof.thresholds import NCU_NEGATIVE_TOLERANCE
-
         out: list[tuple[str, float, str]] = []
         for name, why in POSITIVE_METRICS.items():
             v = self.value(name)
@@ -198,18 +293,63 @@ class KernelLaunch:
                 v = float(a) if isinstance(a, int | float) and not isinstance(a, bool) else None
             if v is not None and v <= 0:
                 out.append((name, v, why))
-        for name in sorted(self.metrics):
-            if name in POSITIVE_METRICS or name.startswith("device__attribute_"):
-                continue
-            v = self.value(name)
-            if v is not None and v < -NCU_NEGATIVE_TOLERANCE:
-                out.append((name, v, "ncu reports no negative value"))
         for label, dims in (("launch__grid_dim", self.grid), ("launch__block_dim", self.block)):
             if dims is not None and min(dims) <= 0 and not any(n.startswith(label) for n, _, _ in out):
                 out.append(
                     (f"{label}_{'xyz'[dims.index(min(dims))]}", float(min(dims)), "a launch has at least 1")
                 )
         return tuple(out)
+
+    def odd_values(self) -> tuple[OddValue, ...]:
+        """The metrics (beyond :meth:`impossible_values`) whose values lie outside what any measurement gives:
+        below -:data:`~kprof.thresholds.NCU_NEGATIVE_TOLERANCE` (ncu rounds some derived percentages a hair
+        below 0), or a utilisation bounded by its peak (:data:`_BOUNDED_PCT_OF_PEAK`) above
+        :data:`~kprof.thresholds.NCU_PCT_OF_PEAK_MAX`. A negative value of a metric ncu computes
+        (:func:`ncu_derived`) is one ncu writes itself (``artefact=True``). None in any sample, validation or
+        corpus report; :func:`kprof.diagnose.kernel.diagnose_launch` sets them aside and refuses the launch only
+        when its verdict would read one that is not an artefact.
+
+        Examples
+        --------
+        >>> hit = "lts__t_sectors_srcunit_tex_op_red_lookup_hit.sum"
+        >>> [(o.value, o.artefact) for o in KernelLaunch(id=0, name="k", metrics={hit: Metric(-2102, "sector")}).odd_values()]
+        [(-2102.0, True)]
+        """
+        from kprof.thresholds import NCU_NEGATIVE_TOLERANCE, NCU_PCT_OF_PEAK_MAX
+
+        out: list[OddValue] = []
+        for name, m in sorted(self.metrics.items()):  # items(): a scan, not a look-up (see reading())
+            if (
+                name in POSITIVE_METRICS
+                or name.startswith("device__attribute_")
+                or isinstance(m.value, str | bool)
+            ):
+                continue
+            v = float(m.value)
+            if v < -NCU_NEGATIVE_TOLERANCE:
+                why = ncu_derived(name)
+                out.append(
+                    OddValue(name, v, why, artefact=True)
+                    if why is not None
+                    else OddValue(name, v, "ncu writes no negative value for a count, a rate or a time")
+                )
+            elif v > NCU_PCT_OF_PEAK_MAX and name.endswith(_BOUNDED_PCT_OF_PEAK):
+                out.append(
+                    OddValue(
+                        name,
+                        v,
+                        f"no unit runs above its peak; ncu's own overshoot stays under {NCU_PCT_OF_PEAK_MAX:g}%",
+                    )
+                )
+        return tuple(out)
+
+    def reading(self, log: set[str], without: Iterable[str] = ()) -> KernelLaunch:
+        """This launch without the metrics ``without`` (as if not collected), noting in ``log`` each metric name
+        looked up on it: what a diagnosis of it reads."""
+        drop = set(without)
+        k = replace(self, metrics={n: m for n, m in self.metrics.items() if n not in drop})
+        object.__setattr__(k, "metrics", _Reads(k.metrics, log))
+        return k
 
     def rule(self, name: str) -> RuleResult | None:
         """ncu's result for the rule identifier ``name``, or None."""
@@ -343,6 +483,8 @@ __all__ = [
     "KernelProfile",
     "Metric",
     "MetricValue",
+    "OddValue",
     "RuleResult",
     "SassLine",
+    "ncu_derived",
 ]

@@ -196,8 +196,9 @@ time, enough to cover most of a typical capture while keeping the output short."
 
 
 # ----------------------------------------------------------------------------- data validity
-# (the loaders set impossible rows aside: kprof/timeline_model.set_aside_impossible and
-# kprof/kernel_model.KernelLaunch.impossible_values; kprof/diagnose/validity.py judges their share)
+# (the loaders set impossible rows aside: kprof/timeline_model.set_aside_impossible; a kernel launch says
+# which values are impossible or out of range: kprof/kernel_model.KernelLaunch.impossible_values and
+# odd_values; kprof/diagnose/validity.py judges their share)
 
 DAMAGED_TIME_SHARE = MIN_FINDING_SHARE
 """A timeline is too damaged for a verdict when the rows set aside would have held >= 5% of the
@@ -209,6 +210,16 @@ DAMAGED_ROW_SHARE = DOMINANT_SHARE
 """...or when at least half of the rows of a measured table (GPU work, CUDA calls) are set aside:
 what is left is no longer most of the capture, whatever the rows' durations (DOMINANT_SHARE)."""
 
+GPU_OP_MIN_NS = 300
+"""A GPU operation (kernel, copy, memset, graph launch) lasts at least 300 ns: the GPU's front end launches at
+least one block (or a copy engine one transfer) and signals its completion. Measured on every row of a
+nanosecond-resolution capture in the samples, the validation galleries and the corpus (nsys and Kineto, 70,495
+GPU operations): the shortest kernel lasted 640 ns (H200, nsys), copy 672 ns, memset 703 ns; on the corpus's A100
+and V100, 1,247 ns or more. 300 ns is under half the shortest, so a faster GPU's empty kernel stays above
+it; a row of 0 ns (or a few ns) is one whose time was not recorded. Applies only where the file's timestamps have
+a resolution finer than this: a Kineto trace in whole microseconds records any operation under 1 us as 0 us (the
+corpus's ResNet-50 trace holds 292 such kernels), which is rounding, not damage."""
+
 GPU_QUEUE_SLACK_NS = 1_000_000_000
 """GPU work lies impossibly far from the host only beyond the host events' span plus all GPU work plus
 1 s: the longest wait from a launch call to its kernel's start in the samples and the corpus is 121 ms
@@ -216,10 +227,24 @@ GPU_QUEUE_SLACK_NS = 1_000_000_000
 for rows years away, not for milliseconds."""
 
 NCU_NEGATIVE_TOLERANCE = 0.5
-"""An ncu metric below -0.5 (in its own unit) cannot be a measurement: ncu's counters, times and rates
-are never negative, and its derived percentages come out slightly negative only from rounding, at
-most -0.0134% in the 48 launches of the H200 samples and the corpus (40,530 values; three negative,
-all sm__pipe_tensor_...cycles_active.min.pct_of_peak_sustained_elapsed). -0.5 is 37x that."""
+"""An ncu metric below -0.5 (in its own unit) is out of range; above it, a negative value is rounding and is
+read as it is. In the 149 launches of the samples, the validation galleries and the corpus (255,648 numeric
+values) the only negative values are sm__pipe_tensor_type_..._cycles_active.min.pct_of_peak_sustained_elapsed,
+down to -0.040% (23 launches); -0.5 is 12x that. Below it, a metric ncu computes from other counters is one ncu
+writes itself (genuine reports elsewhere hold -1.8% there, and -1 and -2102 sectors of an L2 hit count: issue 23;
+kprof.kernel_model.ncu_derived) and is set aside with a note; any other metric (a count, a rate, a time) is one
+no measurement gives (kprof.kernel_model.KernelLaunch.odd_values)."""
+
+NCU_PCT_OF_PEAK_MAX = 110.0
+"""A utilisation bounded by its peak (a count over the peak rate times the elapsed cycles, or the units' total
+over their active cycles) above 110% is impossible: no unit runs faster than its peak. Measured over every
+pct_of_peak value of the 149 real launches (samples, validation galleries, corpus): the bounded forms reach at
+most 99.96% (smsp__issue_inst0.avg.pct_of_peak_sustained_active) and 99.33% on elapsed cycles; ncu's own
+overshoot past 100% shows only in the unbounded per-unit maximum over active cycles (100.0098% for a cuBLAS
+DGEMM's sm__pipe_tensor_op_dmma_cycles_active.max.pct_of_peak_sustained_active, up to 1,622% on small grids),
+which divides one unit's count by the units' mean active cycles. NVIDIA documents values out of range from
+replays of short or uneven kernels (Kernel Profiling Guide, "Range and Precision"): 110% leaves 10 points for
+that, and still refuses a value 1000x too large (90,840% for an L2 at 90.84%)."""
 
 # ----------------------------------------------------------------------------- kernel
 # (read by kprof/facts/ and kprof/rules/kernel/, one module per bottleneck family)

@@ -27,7 +27,7 @@ import statistics
 from typing import Any
 
 from kprof.diagnose.localize import localized
-from kprof.diagnose.validity import damaged_launch
+from kprof.diagnose.validity import damaged_launch, set_aside
 from kprof.facts.kernel import (
     UNDER_NCU,
     build_facts,
@@ -44,7 +44,6 @@ from kprof.rules.kernel import MECHANISMS
 from kprof.rules.kernel.verdict import verdict
 
 
-@localized
 def diagnose_launch(
     k: KernelLaunch,
     *,
@@ -78,8 +77,28 @@ def diagnose_launch(
     >>> diagnose_launch(k).verdict.value
     'inconclusive'
     """
-    if (damaged := damaged_launch(k)) is not None:  # a value no measurement gives: no verdict
+    if (damaged := damaged_launch(k)) is not None:  # no time, no SMs, no threads: no verdict
         return damaged
+    args: dict[str, Any] = {
+        "duration_ns": duration_ns,
+        "source_format": source_format,
+        "cooperative": cooperative,
+        "source": source,
+    }
+    odd = k.odd_values()
+    if not odd:
+        return _judge(k, **args)
+    # Values out of range are set aside (as if not collected); the verdict is built on the rest, and only a value
+    # it reads, and that ncu does not write itself, leaves no verdict.
+    reads: set[str] = set()
+    d = _judge(k.reading(reads, without=[o.metric for o in odd]), **args)
+    return set_aside(k, d, odd, reads)
+
+
+@localized
+def _judge(
+    k: KernelLaunch, *, duration_ns: float | None, source_format: str, cooperative: bool, source: str | None
+) -> Diagnosis:
     label = "timeline" if duration_ns is not None else UNDER_NCU
     duration = duration_ns if duration_ns is not None else k.value(DURATION)
     f = build_facts(k, duration, label, source_format=source_format, cooperative=cooperative, source=source)

@@ -10,18 +10,21 @@ is damaged", the damaged rows or values as evidence, and how to get a sound file
 A timeline is judged on what is left when the set-aside rows are few: they would have held less
 than :data:`~kprof.thresholds.DAMAGED_TIME_SHARE` of the wall time and are fewer than
 :data:`~kprof.thresholds.DAMAGED_ROW_SHARE` of their table. The diagnosis then names them in its
-mechanism (the Timeline's notes). A kernel launch with any impossible value is not judged at all:
-each rule reads the SpeedOfLight and launch values, and one impossible value among them (no SMs, a
-negative utilisation) makes any verdict an artifact of the damage.
+mechanism (the Timeline's notes). A kernel launch whose time, cycles, SM count or launch size is impossible
+is not judged at all: every rule reads them. Its other values out of range (a negative count, a unit above its
+peak) are set aside and the launch is judged without them; the verdict is refused only when a rule read one of
+them that ncu does not write itself (ncu's own negative results of counters from different replay passes are
+named as counter artefacts, never a reason to refuse: :func:`set_aside`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kprof import thresholds as th
-from kprof.kernel_model import KernelLaunch
+from kprof.kernel_model import KernelLaunch, OddValue
 from kprof.model import Confidence, Diagnosis, Evidence, Subject, SubjectKind, Verdict
 
 if TYPE_CHECKING:  # imported where a timeline is judged: a kernel report's diagnosis needs no numpy
@@ -34,6 +37,15 @@ DAMAGED = "The data is damaged"
 def is_damaged(d: Diagnosis) -> bool:
     """True for a diagnosis this module made: no verdict, because the data cannot be true."""
     return d.verdict is Verdict.INCONCLUSIVE and d.bottleneck is None and d.headline.startswith(f"{DAMAGED}:")
+
+
+def _lasts(ds: Sequence[DamagedRows], prefix: str) -> str:
+    """``"0 ns"`` or ``"under 300 ns"``: how long the rows of a record of rows without time last (its reason
+    begins with ``prefix``, then the duration)."""
+    for d in ds:
+        if d.why.startswith(prefix):
+            return d.why.removeprefix(prefix).split(",", 1)[0].strip()
+    return "0 ns"
 
 
 def _pct(x: float) -> str:
@@ -50,7 +62,7 @@ def damaged_timeline(tl: Timeline) -> Diagnosis | None:
     """
     if not tl.damaged:
         return None
-    from kprof.timeline_model import MEASURED_TABLES, TABLE_WORDS
+    from kprof.timeline_model import MEASURED_TABLES, NO_GPU_TIME, TABLE_WORDS
 
     span = tl.span_ns()
     wall = span[1] - span[0] if span is not None else 0
@@ -74,11 +86,17 @@ def damaged_timeline(tl: Timeline) -> Diagnosis | None:
         return None
 
     parts, evidence = [], []
-    zero = [(table, total) for table, _c, total, _s, ds in heavy if all(d.kept for d in ds)]
-    if zero:
-        n = sum(total for _, total in zero)
-        each = ", ".join(f"{total:,} {TABLE_WORDS[table]} rows" for table, total in zero)
-        parts.append(f"every one of its {n:,} GPU operations ({each}) lasts 0 ns")
+    kept = [(table, total, ds) for table, _c, total, _s, ds in heavy if all(d.kept for d in ds)]
+    capture = [(table, total) for table, total, ds in kept if ds[0].why.startswith(NO_GPU_TIME)]
+    if capture:  # every GPU operation of the capture (timeline_model rule 5)
+        n = sum(total for _, total in capture)
+        each = ", ".join(f"{total:,} {TABLE_WORDS[table]} rows" for table, total in capture)
+        lasts = _lasts([d for _, _, ds in kept for d in ds], NO_GPU_TIME)
+        parts.append(f"every one of its {n:,} GPU operations ({each}) lasts {lasts}")
+    tables_kept = [(table, total, ds) for table, total, ds in kept if (table, total) not in capture]
+    for table, total, ds in tables_kept:  # every row of one GPU table (rule 4)
+        word = TABLE_WORDS[table]
+        parts.append(f"every one of its {total:,} {word} rows lasts {_lasts(ds, f'every {word} row lasts')}")
     for table, count, total, time_share, ds in heavy:
         word = TABLE_WORDS[table]
         aside = [d for d in ds if not d.kept]
@@ -108,9 +126,10 @@ def damaged_timeline(tl: Timeline) -> Diagnosis | None:
                     reference_value=round(th.DAMAGED_TIME_SHARE * wall / 1e6, 3),
                 )
             )
-    all_zero = all(d.kept for *_, ds in heavy for d in ds)
+    all_kept = all(d.kept for *_, ds in heavy for d in ds)
+    no_time = "GPU" if capture else " or ".join(TABLE_WORDS[t] for t, _, _ in tables_kept)
     verdict_words = (
-        "there is no GPU time to measure" if all_zero else "no verdict is built on the gaps they leave"
+        f"there is no {no_time} time to measure" if all_kept else "no verdict is built on the gaps they leave"
     )
     fresh = (
         "Export the report again (`nsys export --type sqlite --force-overwrite true -o fresh.sqlite REPORT.nsys-rep`) "
@@ -138,7 +157,7 @@ def damaged_timeline(tl: Timeline) -> Diagnosis | None:
 
 
 def damaged_launch(k: KernelLaunch) -> Diagnosis | None:
-    """The diagnosis of a launch that holds a value no measurement can give, or None (judge it).
+    """The diagnosis of a launch whose time, cycles, SM count or launch size no measurement gives, or None.
 
     Examples
     --------
@@ -147,11 +166,57 @@ def damaged_launch(k: KernelLaunch) -> Diagnosis | None:
     True
     """
     bad = k.impossible_values()
-    if not bad:
-        return None
+    return _damaged_values(k, bad, read_by_all=True) if bad else None
+
+
+def set_aside(k: KernelLaunch, d: Diagnosis, odd: Sequence[OddValue], reads: set[str]) -> Diagnosis:
+    """``d``, the diagnosis of ``k`` made without its values out of range (``odd``), with a note naming them; or
+    the damaged-data diagnosis when ``d`` read one of them (``reads``) that ncu does not write itself.
+
+    A value ncu writes itself (:attr:`OddValue.artefact`: a negative result of counters from different replay
+    passes) never blocks a verdict: the rules that would read it see it as not collected. Any other value out of
+    range blocks the verdict only when a rule looked it up; one that no rule reads changes nothing.
+
+    Examples
+    --------
+    >>> from kprof.kernel_model import Metric
+    >>> hit = "lts__t_sectors_srcunit_tex_op_red_lookup_hit.sum"
+    >>> k = KernelLaunch(id=0, name="k", metrics={hit: Metric(-1.0, "sector")})
+    >>> d = Diagnosis(subject=Subject(kind=SubjectKind.KERNEL, name="k"), bottleneck=None,
+    ...               verdict=Verdict.INCONCLUSIVE, headline="h", next_step="n")
+    >>> "a counter artefact" in set_aside(k, d, k.odd_values(), {hit}).mechanism
+    True
+    """
+    used = [o for o in odd if not o.artefact and o.metric in reads]
+    if used:
+        return _damaged_values(k, [(o.metric, o.value, o.why) for o in used], read_by_all=False)
+    notes = []
+    for o in odd:
+        value = _with_unit(k, o.metric, o.value)
+        if o.artefact:
+            notes.append(
+                f"The report holds {value} for {o.metric}, a counter artefact that ncu writes itself ({o.why}); "
+                "not used"
+            )
+        else:
+            notes.append(
+                f"The report holds {value} for {o.metric}, which no measurement gives ({o.why}); not used"
+            )
+    shown = notes[:3] + ([f"{len(notes) - 3} more such values are not used either"] if len(notes) > 3 else [])
+    return replace(d, mechanism=f"{d.mechanism} {'. '.join(shown)}.".strip())
+
+
+def _with_unit(k: KernelLaunch, metric: str, value: float) -> str:
+    m = k.metric(metric)
+    unit = m.unit if m is not None and m.unit else ""
+    return f"{value:g}{unit}" if unit in ("", "%") else f"{value:g} {unit}"
+
+
+def _damaged_values(
+    k: KernelLaunch, bad: Sequence[tuple[str, float, str]], *, read_by_all: bool
+) -> Diagnosis:
+    """No verdict: ``bad`` (metric, value, why) holds values no measurement gives that the verdict would read."""
     name, value, why = bad[0]
-    m = k.metric(name)
-    unit = f" {m.unit}" if m is not None and m.unit else ""
     others = f"; {len(bad) - 1} more of its values are impossible too" if len(bad) > 1 else ""
     evidence = []
     for metric, v, reason in bad[:3]:
@@ -161,6 +226,11 @@ def damaged_launch(k: KernelLaunch) -> Diagnosis | None:
                 name=metric, value=v, unit=m.unit if m is not None else "", reference=reason, metric=metric
             )
         )
+    reads = (
+        "Every rule reads the launch's time, cycles, SM count and launch size; with one of them impossible"
+        if read_by_all
+        else f"The rules that judge this launch read {name}; with it impossible"
+    )
     return Diagnosis(
         subject=Subject(
             kind=SubjectKind.KERNEL,
@@ -172,12 +242,12 @@ def damaged_launch(k: KernelLaunch) -> Diagnosis | None:
         ),
         bottleneck=None,
         verdict=Verdict.INCONCLUSIVE,
-        headline=f"{DAMAGED}: {k.name}'s {name} is {value:g}{unit}, which no measurement gives "
+        headline=f"{DAMAGED}: {k.name}'s {name} is {_with_unit(k, name, value)}, which no measurement gives "
         f"({why}){others}; no verdict is built on this launch.",
         evidence=tuple(evidence),
-        mechanism="Every rule reads the launch's SpeedOfLight and launch values; with one of them impossible (no "
-        "SMs, no time, a negative count or utilisation) any verdict would be an artifact of the damage. ncu "
-        "writes no such value: the file was edited, converted or cut.",
+        mechanism=f"{reads} (no SMs, no time, a negative count, a unit above its peak) any verdict would be an "
+        "artifact of the value. Whether it came from the capture, an export, a conversion or an edit, the "
+        "file alone does not tell: its structure is sound.",
         confidence=Confidence(value=0.9, would_raise="a report whose values are all possible"),
         next_step="Export the report again from the .ncu-rep (`ncu --import REPORT.ncu-rep --csv --page raw > "
         "kernels.csv`), or profile the kernel again (`ncu --set full`), and diagnose the new file.",
@@ -217,4 +287,4 @@ def damaged_job(
     )
 
 
-__all__ = ["DAMAGED", "damaged_job", "damaged_launch", "damaged_timeline", "is_damaged"]
+__all__ = ["DAMAGED", "damaged_job", "damaged_launch", "damaged_timeline", "is_damaged", "set_aside"]

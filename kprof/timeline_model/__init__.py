@@ -27,6 +27,7 @@ Modules: :mod:`~kprof.timeline_model.tables` (the event tables and their codes),
 from __future__ import annotations
 
 from kprof.timeline_model.impossible import (
+    NO_GPU_TIME,
     set_aside_impossible,
 )
 from kprof.timeline_model.names import (
@@ -86,6 +87,7 @@ __all__ = [
     "MEM_PAGEABLE",
     "MEM_PINNED",
     "MEM_UNKNOWN",
+    "NO_GPU_TIME",
     "TABLE_WORDS",
     "TIMESTAMP_LIMIT_NS",
     "ApiCategory",
