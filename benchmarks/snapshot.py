@@ -53,7 +53,9 @@ def run_one(p: Path, out: Path) -> None:
         [sys.executable, "-m", "kprof", "diagnose", str(p), "--json"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=600,
     )
-    (out / key(p)).write_text(f"rc={r.returncode}\n--stdout\n{r.stdout}\n--stderr\n{r.stderr}")
+    text = f"rc={r.returncode}\n--stdout\n{r.stdout}\n--stderr\n{r.stderr}"
+    # the checkout's own path is not part of a diagnosis: worktrees at other paths compare equal
+    (out / key(p)).write_text(text.replace(str(REPO), "$REPO"))
 
 
 def diff(old: Path, new: Path) -> int:
