@@ -197,6 +197,10 @@ class Expectation:
     """The value in the diagnosed profile."""
     label: str = ""
     """The metric in words."""
+    basis: str = ""
+    """Where ``target`` comes from, in words: a floor (``"the ideal for 4-byte loads"``), a measured control, or
+    the share of the gap the fix removes (``"the 36.2% of the time the excess sectors hold"``). Empty only when
+    there is no target."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.direction, Direction):

@@ -180,6 +180,7 @@ def _sass_value(k: KernelLaunch, name: str) -> float | None:
         "dependent_load_share": flow.dependent_load_share if flow.global_loads else None,
         "int_data_share": flow.int_data_share(s.instructions),
         "local_instructions": s.local_loads + s.local_stores,
+        "local_instruction_share": s.share(s.local_loads + s.local_stores),
         "global_atomics": s.global_atomics,
         "async_copies": s.async_copies,
         "fp64_widening_conversions": promo.widen if promo else None,

@@ -110,7 +110,7 @@ def _host_compute_words(
     headline = (
         f"Host-compute-bound: the GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} busy of "
         f"{_ms(w.wall_ns)}); {n:,} gap{'s' if n != 1 else ''} in which the host made no CUDA call{by} hold "
-        f"{_pct(hc / max(w.wall_ns, 1))} of it."
+        f"{_pct(hc / max(w.idle_ns, 1))} of it ({_ms(hc)})."
     )
     mech = (
         f"The GPU has nothing queued while the host is {what}: in these gaps the thread that launches GPU work made "

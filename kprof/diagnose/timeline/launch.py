@@ -14,6 +14,7 @@ from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _Window
 from kprof.diagnose.timeline.iterations import REPEATED_WORK
+from kprof.diagnose.timeline.sync import _graph_blockers, _then
 from kprof.diagnose.timeline.words import NATIVE, _app, _clip_name, _language, _ms, _pct
 from kprof.model import (
     Bottleneck,
@@ -271,7 +272,12 @@ def _allocation_fix(ctx: _Context) -> str:
 
 def _launch_fix(ctx: _Context, w: _Window) -> str:
     """Fewer, larger launches, in the program's language: batching first when each iteration repeats one
-    group of several kernels, the optimizer's foreach advice only when the capture trains."""
+    group of several kernels, the optimizer's foreach advice only when the capture trains; a CUDA graph only after
+    what a graph cannot capture (a blocking call in every iteration, a pageable copy) leaves the loop."""
+    return _then(_graph_blockers(ctx, w), _launch_fix_words(ctx, w))
+
+
+def _launch_fix_words(ctx: _Context, w: _Window) -> str:
     native = _language(ctx.tl) == NATIVE
     if native:
         fix = (

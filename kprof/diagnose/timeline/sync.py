@@ -164,6 +164,44 @@ def _sync_fix(ctx: _Context) -> tuple[str, str]:
     return fix[0].upper() + fix[1:] + ".", what
 
 
+def _graph_blockers(ctx: _Context, w: _Window) -> str:
+    """The first step of a CUDA-graph fix when the loop holds what no graph can capture, else "".
+
+    A CUDA graph replays GPU work only: a call that blocks the host on the GPU (``.item()``, a stream or device
+    synchronize, a synchronous copy) and a copy to or from pageable host memory cannot be captured (stream capture
+    fails on them), so a loop that blocks in every iteration, or copies through pageable memory, cannot become one
+    graph until they leave it. Returns the sentence that says so and how to remove them, ending in "Then "."""
+    n_iter = len(ctx.iterations[0])
+    steady_iters = n_iter - ctx.its.warmup if n_iter >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else n_iter
+    blockers: list[str] = []
+    fixes: list[str] = []
+    native = _language(ctx.tl) == NATIVE
+    if w.sync_count and w.sync_count >= max(steady_iters, 1):
+        kinds = _sync_kinds(ctx)
+        kind = kinds[0][0] if kinds else "stream_sync"
+        per = w.sync_count / steady_iters if steady_iters else float(w.sync_count)
+        often = _times(round(per)) if abs(per - round(per)) < 0.05 else f"{_fmt(per)} times"
+        blockers.append(
+            f"a call that blocks the host on the GPU, which this loop makes {often} per iteration "
+            f"({w.sync_count:,} in {w.scope}: {_SYNC_KINDS[kind][0]})"
+        )
+        fixes.append(_SYNC_KINDS[kind][2 if native else 1])
+    if w.pageable_bytes:
+        blockers.append(
+            f"a copy through pageable host memory, which this loop makes ({_fmt(float(w.pageable_bytes), 'B')} in "
+            f"{w.scope})"
+        )
+        fixes.append(_SYNC_KINDS["to_host"][2 if native else 1])
+    if not blockers:
+        return ""
+    return f"A CUDA graph cannot capture {' or '.join(blockers)}. First " + "; ".join(fixes) + ". Then "
+
+
+def _then(first: str, fix: str) -> str:
+    """``fix`` after :func:`_graph_blockers`' first step (lower-cased after its "Then "), or alone."""
+    return first + fix[0].lower() + fix[1:] if first else fix
+
+
 def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None:
     """What blocks the host (:data:`_SYNC_KINDS` words) when most of the host-compute idle time falls in gaps
     that begin while the host is blocked in a sync: the host waited for the GPU's queue to empty and only

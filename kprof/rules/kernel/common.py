@@ -38,6 +38,24 @@ def pc(fraction: float) -> str:
     return f"{round(100 * fraction, 1):g}"
 
 
+def excess_words(actual: float, ideal: float, what: str, whole: float, whole_words: str) -> str:
+    """``"87.5% of the load sectors ... (77.8% of all global sectors, stores included)"``: the excess that ``actual``
+    units per request leave over ``ideal`` (1 - ideal/actual, the share a reader computes from the two numbers
+    quoted before it) as a share of ``what``, then the share of the whole traffic (``whole``, 0..1, the waste the
+    rule weighs) under its own base, ``whole_words``, when the two differ in print.
+
+    Examples
+    --------
+    >>> excess_words(32, 4, "the load sectors carry no requested data", 0.7778, "all global sectors, stores included")
+    '87.5% of the load sectors carry no requested data (77.8% of all global sectors, stores included)'
+    >>> excess_words(32, 4, "the load sectors carry no requested data", 0.875, "all global sectors")
+    '87.5% of the load sectors carry no requested data'
+    """
+    own = f"{pc(max(0.0, 1.0 - ideal / actual)) if actual > 0 else '0'}%"
+    all_ = f"{pc(whole)}%"
+    return f"{own} of {what}" + (f" ({all_} of {whole_words})" if all_ != own else "")
+
+
 def fmt_ns(ns: float) -> str:
     """A duration for a sentence (``1.4 ms``, ``52.1 µs``, ``800 ns``)."""
     if ns >= 1e6:

@@ -106,7 +106,7 @@ def _local_share(f: KernelFacts) -> tuple[float, str] | None:
         return share, "derived:local_sector_share"
     if not f.sass.weighted:
         return None
-    return f.sass.share(f.sass.local_loads + f.sass.local_stores), "sass:local_instructions"
+    return f.sass.share(f.sass.local_loads + f.sass.local_stores), "sass:local_instruction_share"
 
 
 def local_memory(f: KernelFacts) -> Mechanism | None:
@@ -188,7 +188,7 @@ def _evidence(f: KernelFacts, local: float, share: float, share_metric: str, lin
             Evidence(
                 name="LDL/STL instructions in the SASS" + (" (executed)" if f.sass.weighted else " (listed)"),
                 value=int(f.sass.local_loads + f.sass.local_stores),
-                unit="instructions",
+                unit="inst",
                 reference=f"kind: {f.sass.local_kind}" + (f"; at {lines}" if lines else ""),
                 metric="sass:local_instructions",
             )

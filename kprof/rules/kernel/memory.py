@@ -30,6 +30,7 @@ from kprof.rules.kernel.common import (
     B,
     Mechanism,
     excess_share,
+    excess_words,
     pace_savings,
     pc,
     scale_to_limiter,
@@ -128,6 +129,15 @@ class _Coalescing:
     def op(self) -> str:
         return "load" if self.which == "loads" else "store"
 
+    def whole_words(self, counts: tuple[float | None, ...]) -> str:
+        """What :attr:`waste` is a share of: every global sector (the other direction's too, when it moved any),
+        judged by ncu's per-instruction ideal when that is the measure."""
+        other = counts[2] if self.which == "loads" else counts[0]
+        words = "all global sectors"
+        if other:
+            words += ", stores included" if self.which == "loads" else ", loads included"
+        return words + (", by ncu's per-instruction ideal" if self.ncu_waste else "")
+
 
 def _coalescing(f: KernelFacts, counts: tuple[float | None, ...]) -> _Coalescing | None:
     """Sectors per request of loads and stores against their ideals; None when neither is past
@@ -223,8 +233,11 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
         savings=savings,
         headline=(
-            f"Uncoalesced global {c.which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, "
-            f"so {waste_pct:g}% of the global memory traffic carries no requested data."
+            f"Uncoalesced global {c.which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, so "
+            + excess_words(
+                spr_r, idl_r, f"the {c.op} sectors carry no requested data", c.waste, c.whole_words(counts)
+            )
+            + "."
         ),
         evidence=ev,
         mechanism=_uncoalesced_words(f, c.op),
