@@ -291,6 +291,9 @@ def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectat
             target=0 if r.metric == "host_compute_idle_ns" else idle_left,
             unit="ns",
             label=r.label,
+            basis="none: the host work moved off the GPU's critical path"
+            if r.metric == "host_compute_idle_ns"
+            else f"less the {_ms(cause_ns)} the fix recovers",
         ),
         Expectation(
             metric="gpu_busy_fraction",
@@ -298,6 +301,7 @@ def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectat
             value_now=round(w.busy_fraction, 4),
             target=round(w.busy_ns / max(wall_after, 1), 3),
             label="GPU-busy fraction (without that idle time)",
+            basis=f"the {_ms(w.busy_ns)} of GPU work over the {_ms(wall_after)} of wall time left",
         ),
         Expectation(
             metric="wall_ns",
@@ -306,6 +310,7 @@ def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectat
             unit="ns",
             target=wall_after,
             label="steady-state wall time (without that idle time)",
+            basis=f"less the {_ms(cause_ns)} recovered, never below the {_ms(w.busy_ns)} of GPU work",
         ),
     ]
     return mech, fix, expect

@@ -301,6 +301,8 @@ def _sync_expect(w: _Window) -> list[Expectation]:
             value_now=round(w.busy_fraction, 4),
             target=round(w.busy_ns / max(w.busy_ns, w.wall_ns - sync_idle, 1), 3),
             label="GPU-busy fraction (without the idle time after syncs)",
+            basis=f"the {_ms(w.busy_ns)} of GPU work over the wall time less the {_ms(sync_idle)} of idle time "
+            "after syncs",
         ),
         Expectation(
             metric="gpu_idle_ns",
@@ -309,6 +311,7 @@ def _sync_expect(w: _Window) -> list[Expectation]:
             target=max(0, w.idle_ns - sync_idle),
             unit="ns",
             label="GPU idle time (without the idle time after syncs)",
+            basis=f"less the {_ms(sync_idle)} that follows a sync",
         ),
     ]
     if w.sync_count:
@@ -320,6 +323,7 @@ def _sync_expect(w: _Window) -> list[Expectation]:
                 value_now=w.sync_count,
                 target=0,
                 label="blocking syncs in the steady state (the values read after the loop, or every N steps)",
+                basis="none inside the loop: a loop needs no blocking call to run",
             ),
         )
     return expect

@@ -247,6 +247,8 @@ def _privatized_updates(f: KernelFacts) -> list[Expectation]:
             value_now=int(l2_ops),
             label=f"atomic update requests at L2 (the {int(misses)} sectors the atomics touch, added once per block "
             "after privatization)",
+            basis=f"{blocks:,} blocks x {-(-int(misses) // _SECTORS_PER_LINE)} lines of 128 B: each block adds its "
+            "copy once, one request per line",
         )
     ]
 
@@ -278,5 +280,8 @@ def _l2_updates(f: KernelFacts, atom: float | None) -> list[Expectation]:
             label="atomic updates applied by L2 ("
             + ("one per warp after a warp reduction" if per_warp else "one per block after a block reduction")
             + ")",
+            basis=f"the {int(atom):,} warp-wide atomic requests, one update each"
+            if per_warp
+            else f"the {int(target):,} blocks, one update each",
         )
     ]

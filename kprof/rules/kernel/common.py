@@ -14,7 +14,7 @@ from kprof.facts.kernel import (
     UNDER_NCU,
     KernelFacts,
     fp32_issue_note,
-    kernel_floor_ns,
+    kernel_floor_parts,
     unit_metric,
     unit_words,
 )
@@ -90,16 +90,21 @@ class Mechanism:
     """The unit the fix moves the work to (``"tensor"``), for the floor of the predicted duration."""
 
 
-def time_expectation(f: KernelFacts, savings: float, fix_unit: str | None = None) -> Expectation | None:
+def time_expectation(
+    f: KernelFacts, savings: float, fix_unit: str | None = None, why: str = "the waste costs"
+) -> Expectation | None:
     """Duration down by ``savings``, never below the reachable floor (:func:`kernel_floor_ns` at the healthy
     fraction of each peak) for the unit the fix uses; None when that leaves no gain to predict."""
     d = f.v(DURATION)
     if d is None:
         return None
     target = d * (1.0 - savings)
-    floor = kernel_floor_ns(f.k, fix_unit, th.HEALTHY_FRACTION_OF_PEAK)
-    if floor is not None:
-        target = max(target, min(d, floor))
+    basis = f"less the {pc(savings)}% of it {why}"
+    parts = kernel_floor_parts(f.k, fix_unit, th.HEALTHY_FRACTION_OF_PEAK)
+    if parts:
+        floor, words = max(parts)
+        if min(d, floor) >= target - 0.5:  # the floor binds (or the saving was already clamped to it)
+            target, basis = max(target, min(d, floor)), f"the floor: {words}"
     if round(target, 0) >= round(d, 0):
         return None
     return Expectation(
@@ -109,6 +114,7 @@ def time_expectation(f: KernelFacts, savings: float, fix_unit: str | None = None
         unit="ns",
         value_now=round(d, 0),
         label=f"kernel duration ({UNDER_NCU})",
+        basis=basis,
     )
 
 
@@ -166,10 +172,14 @@ def excess_share(
 
 
 def with_duration(
-    f: KernelFacts, expect: list[Expectation], savings: float, fix_unit: str | None = None
+    f: KernelFacts,
+    expect: list[Expectation],
+    savings: float,
+    fix_unit: str | None = None,
+    why: str = "the waste costs",
 ) -> list[Expectation]:
     """``expect``, then the kernel duration the fix predicts (:func:`time_expectation`) when it leaves a gain."""
-    t = time_expectation(f, savings, fix_unit)
+    t = time_expectation(f, savings, fix_unit, why)
     return [*expect, t] if t else expect
 
 

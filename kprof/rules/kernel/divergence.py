@@ -67,6 +67,8 @@ def divergence(f: KernelFacts) -> Mechanism | None:
         unit="threads",
         value_now=round(r, 1),
         label="active threads per warp instruction",
+        basis=f"a warp-uniform branch: {th.DIVERGENCE_TARGET_ACTIVE_THREADS:g} of {th.WARP_SIZE} lanes, the loop "
+        "tails and bounds guards of real kernels kept",
     )
     return Mechanism(
         bottleneck=B.WARP_DIVERGENCE,

@@ -50,6 +50,8 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
         unit="inst",
         value_now=executed,
         label="warp instructions executed",
+        basis=f"the {pc(savings)}% of them that are overhead removed: the busiest useful unit at {pc(useful)}% "
+        f"against issue at {pc(issue)}%",
     )
     return Mechanism(
         bottleneck=B.INSTRUCTION_BOUND,

@@ -142,6 +142,7 @@ def local_memory(f: KernelFacts) -> Mechanism | None:
         unit="sectors",
         value_now=int(local) if local else None,
         label="local-memory sectors",
+        basis="none: every per-thread value in registers",
     )
     return Mechanism(
         bottleneck=B.LOCAL_MEMORY_SPILL,
@@ -259,7 +260,9 @@ def static_local_memory(sk: StaticKernel, findings: Sequence[Finding] = ()) -> D
                 metric="smsp__sass_inst_executed_op_local_ld.sum",
                 direction=Direction.DOWN,
                 target=0,
+                unit="inst",
                 label="executed local loads",
+                basis="none: every per-thread value in registers",
             ),
         ),
         confidence=Confidence(

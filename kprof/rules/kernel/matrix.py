@@ -12,7 +12,7 @@ from kprof.diagnose.roofline import TENSOR_PIPE_METRICS
 from kprof.facts.kernel import KernelFacts, metric_value, unit_metric
 from kprof.facts.static import StaticKernel
 from kprof.facts.units import UNIT_WORDS
-from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict, _fmt
 from kprof.rules.kernel.common import B, Mechanism, cap, pace_savings, pc, unit_used, with_duration
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT
 
@@ -202,6 +202,8 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
         unit="%",
         value_now=round(pipe_hit[1], 1) if pipe_hit else metric_value(f.k, "derived:tensor_utilization"),
         label="tensor pipe utilisation",
+        basis=f"a first tensor-core version: about {_fmt(th.TENSOR_FIX_TARGET_FRACTION, 'fraction')} of the tensor "
+        "peak; an mma.sync loop measured 59.9% of the BF16 peak on the H200, cuBLAS 75-90%",
     )
     tiling = register_tiling_advice(f, mw)
     reload = _l1_reload_words(f, mw)

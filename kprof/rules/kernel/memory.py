@@ -228,6 +228,10 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         unit="sectors/request",
         value_now=spr_r,
         label=f"global {c.op} sectors per request",
+        basis="the ideal of the executed accesses, as the evidence gives it"
+        if fixable >= 1.0 and not data_dependent
+        else f"the ideal, plus the {pc(1.0 - fixable)}% of the excess that data-dependent loads cause, which no "
+        "re-indexing removes",
     )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
@@ -370,6 +374,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
         unit="wavefronts/request",
         value_now=wpr_r,
         label="L1 wavefronts per LSU request",
+        basis=f"the ideal: {width:.3g} B x {th.WARP_SIZE} lanes / 128 B per wavefront",
     )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
@@ -452,6 +457,8 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
         unit="sectors",
         value_now=reads,
         label="L2 sectors read by the SMs",
+        basis=f"{th.L2_REREAD_FACTOR:g}x the {int(dram_reads):,} sectors read from DRAM: each byte fetched from L2 "
+        "once or twice, not mostly re-read",
     )
     return Mechanism(
         bottleneck=B.L2_BANDWIDTH_BOUND,

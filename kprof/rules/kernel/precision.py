@@ -48,6 +48,7 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
             unit="inst",
             value_now=float(int(p.widen)),
             label="FP32 -> FP64 conversions executed",
+            basis="none: FP32 data computed in FP32 is never widened",
         )
     ]
     lanes = (

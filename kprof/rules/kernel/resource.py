@@ -17,7 +17,7 @@ from kprof.facts.kernel import UNDER_NCU, KernelFacts, fp32_issue_note, unit_met
 from kprof.facts.names import DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, SECTION_OF
 from kprof.facts.stalls import STALL_WORDS, UNIT_THROTTLES
 from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS, USEFUL_UNITS
-from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict, _fmt
 from kprof.rules.kernel.common import (
     B,
     Mechanism,
@@ -224,8 +224,14 @@ def _toward_roof(f: KernelFacts, unit: str, util: float, words: str, metric: str
         unit="%",
         value_now=round(100 * util, 1),
         label=f"{words} used",
+        basis=f"the roof: {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of peak, the same work",
     )
-    return with_duration(f, [used], max(0.0, 1.0 - util / th.HEALTHY_FRACTION_OF_PEAK))
+    return with_duration(
+        f,
+        [used],
+        max(0.0, 1.0 - util / th.HEALTHY_FRACTION_OF_PEAK),
+        why=f"the same work at {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of peak saves",
+    )
 
 
 def _latency_expect(f: KernelFacts, c: _Case) -> list[Expectation]:
@@ -313,6 +319,9 @@ def _resource_expect(f: KernelFacts, c: _Case) -> list[Expectation]:
             unit="%" if as_pct else "ns",
             value_now=round(100 * c.util, 1) if as_pct else f.v(DURATION),
             label=f"{unit_words(f, c.unit)} used" if as_pct else f"kernel duration ({UNDER_NCU})",
+            basis=f"the roof: {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of peak, the same work"
+            if rises
+            else "",
         )
     ]
 

@@ -206,6 +206,8 @@ def _mechanism(
         unit="wavefronts/request",
         value_now=wpr_r,
         label=f"shared-memory wavefronts per {op}",
+        basis=f"the conflict-free ideal: {width or th.ASSUMED_ACCESS_BYTES:.3g} B x {th.WARP_SIZE} lanes / "
+        f"({th.SHARED_BANKS} banks x {th.SHARED_BANK_BYTES} B per wavefront)",
     )
     mechanism, fix = _WORDS["atomics" if which == "atomics" else "access"]
     return Mechanism(
