@@ -62,6 +62,7 @@ from kprof.facts.units import (
     UNIT_WORDS,
     fp_inst_share,
     has_tensor_cores,
+    issue_elapsed,
     unit_flags,
     unit_utilization,
     work_inst_share,
@@ -517,10 +518,14 @@ _PEAK_WORDS = {"fp32": "FP32", "fp64": "FP64", "fp16": "FP16", "bf16": "BF16", "
 
 
 def kernel_floor_parts(
-    k: KernelLaunch, fix_unit: str | None = None, fraction: float = 1.0
+    k: KernelLaunch, fix_unit: str | None = None, fraction: float = 1.0, issue_kept: float | None = None
 ) -> list[tuple[float, str]]:
     """The terms of :func:`kernel_floor_ns`, each ``(ns, what it is in words)``: the compulsory DRAM bytes at the
-    DRAM peak, each precision's FLOPs at its unit's peak, a kept pipe's busy time; [] when the report gives none."""
+    DRAM peak, each precision's FLOPs at its unit's peak, a kept pipe's busy time; [] when the report gives none.
+
+    ``issue_kept``: the share of today's warp instructions a fix keeps (1.0 for a fix that overlaps the same work
+    better, None when it changes the instruction stream): they need at least their issue time at the SMs' peak
+    issue rate (one warp instruction per scheduler per cycle), the duration x the issue's elapsed utilisation."""
     roof = roofline(k)
     d = k.value(DURATION)
     floors: list[tuple[float, str]] = []
@@ -561,4 +566,9 @@ def kernel_floor_parts(
                             f"the {pipe.split('_')[0]} pipe's busy time at 100% of its rate",
                         )
                     )
+    issue = issue_elapsed(k) if issue_kept is not None and d else None
+    if issue and d and issue_kept is not None:
+        inst = k.value("smsp__inst_executed.sum")
+        what = f"the {_fmt(int(inst * issue_kept))} warp instructions" if inst else "the warp instructions"
+        floors.append((d * issue * issue_kept, f"{what} it keeps at the SMs' peak issue rate"))
     return floors

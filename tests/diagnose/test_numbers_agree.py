@@ -14,9 +14,10 @@ makes at once:
 3. **Targets are reachable and move.** An expectation's target differs from the value now (and from the value
    the evidence quotes for the same metric), lies on the side its direction says, never past the physical floor
    (a kernel: the shortest kernel a GPU runs, the compulsory bytes at the DRAM peak, the FLOPs at the fastest
-   peak; a timeline: the GPU work the fix keeps), a percentage within 0..100; a memory unit's throughput goes
-   down only with its traffic (the same bytes in less time are a higher share of the peak); and the
-   expectation says where its target comes from (``Expectation.basis``).
+   peak, the warp instructions the fix keeps at the SMs' peak issue rate, the ideal the evidence names; a
+   timeline: the GPU work the fix keeps), a percentage within 0..100; a memory unit's throughput moves with the
+   duration when its traffic stays (the same bytes in less time are a higher share of the peak, by the same
+   factor); and the expectation says where its target comes from (``Expectation.basis``).
 4. **No fix its own mechanism rules out.** A CUDA graph is never prescribed for a loop whose idle time is the
    host blocked in syncs or copies (neither can be captured), and wider (128-bit) loads never for a kernel whose
    DRAM is already at its roof.
@@ -384,12 +385,75 @@ def target_problems(
             )
         if not x.basis.strip():
             out.append(f"{name}: target {x.target} {x.unit} with no stated basis")
+    out += _same_work_problems(d)
     if k is not None:
         floor = kernel_floor(k)
+        issue = issue_floor(k, d)
         for x in d.expect:
             if x.metric == DURATION and x.target is not None and x.target < floor * 0.999:
                 out.append(f"kernel duration target {x.target:g} ns below the floor {floor:.0f} ns")
+            if (
+                x.metric == DURATION
+                and x.target is not None
+                and issue is not None
+                and x.target < issue * 0.999
+            ):
+                out.append(
+                    f"kernel duration target {x.target:g} ns below the {issue:.0f} ns its kept instructions need at "
+                    "the SMs' peak issue rate"
+                )
     return out
+
+
+def _same_work_problems(d: Diagnosis) -> list[str]:
+    """A memory unit's throughput and the duration are one prediction when the traffic stays: the same bytes in
+    ``t`` instead of ``d`` raise the share of peak by ``d / t``."""
+    if any(x.direction is Direction.DOWN and _TRAFFIC_DOWN.search(f"{x.metric} {x.label}") for x in d.expect):
+        return []
+    dur = next((x for x in d.expect if x.metric == DURATION and x.target and x.value_now), None)
+    out = []
+    for x in d.expect:
+        if dur is None or not _MEMORY_THROUGHPUT.search(x.metric) or not x.target or not x.value_now:
+            continue
+        implied = float(x.value_now) * float(dur.value_now) / float(dur.target)  # type: ignore[arg-type]
+        if not math.isclose(float(x.target), implied, rel_tol=0.03, abs_tol=0.1):
+            out.append(
+                f"{x.label}: {x.value_now:g}% -> {x.target:g}% while the duration goes {dur.value_now:g} -> "
+                f"{dur.target:g} ns with the same traffic ({implied:.1f}% it would be)"
+            )
+    return out
+
+
+_KEEPS_INSTRUCTIONS = {
+    "latency_bound",
+    "dram_bandwidth_bound",
+    "l2_bandwidth_bound",
+    "l1_shared_bandwidth_bound",
+    "occupancy_limited",
+    "small_grid",
+    "tail_effect",
+    "shared_bank_conflicts",
+}
+"""Bottlenecks whose fix keeps the warp instructions (it overlaps them better, spreads them over more SMs or
+warps, or removes replayed wavefronts, which are not issued instructions). A divergence fix keeps the thread
+instructions: the warp instructions fall to threads / 32."""
+
+
+def issue_floor(k: KernelLaunch, d: Diagnosis) -> float | None:
+    """The instructions a fix keeps, at the SMs' peak issue rate (one warp instruction per scheduler per cycle), in
+    ns, computed from the raw counters: ``inst x kept / (SMs x 4 x clock)``; None when the fix changes them."""
+    if d.bottleneck is None:
+        return None
+    inst = k.value("smsp__inst_executed.sum")
+    sms = k.device_attributes.get("multiprocessor_count")
+    clock = k.value("smsp__cycles_elapsed.avg.per_second")
+    if not inst or not isinstance(sms, int | float) or not sms or not clock:
+        return None
+    kept = 1.0 if d.bottleneck.value in _KEEPS_INSTRUCTIONS else None
+    threads = k.value("smsp__thread_inst_executed_per_inst_executed.ratio")
+    if d.bottleneck.value == "warp_divergence" and threads:
+        kept = threads / th.WARP_SIZE
+    return inst * kept / (sms * 4 * clock) * 1e9 if kept is not None else None
 
 
 def kernel_floor(k: KernelLaunch) -> float:
@@ -802,3 +866,46 @@ def test_fixes_catch_the_planted_fix_in_a_real_diagnosis() -> None:
     assert loop["sync_per_iteration"] >= 1
     assert not fix_problems(ds[0], loop), ds[0].fix
     assert fix_problems(dataclasses.replace(ds[0], fix=_GRAPH_ONLY), loop)
+
+
+def test_targets_catch_a_duration_below_the_kept_instructions_at_peak_issue() -> None:
+    """stencil5_smem before issue 29: a latency-bound kernel expected to run in 65.3 µs, while the 87 million warp
+    instructions it keeps need 85.4 µs at one per scheduler per cycle on 132 SMs at 1.98 GHz."""
+    k = KernelLaunch(
+        id=0,
+        name="stencil",
+        metrics={
+            DURATION: Metric(139_000.0),
+            "smsp__inst_executed.sum": Metric(87_031_808.0),
+            "smsp__cycles_elapsed.avg.per_second": Metric(1.98e9),
+        },
+        device_attributes={"multiprocessor_count": 132},
+    )
+    d = _kernel_diagnosis(bottleneck=Bottleneck.LATENCY_BOUND)
+    floor = issue_floor(k, d)
+    assert floor == pytest.approx(87_031_808 / (132 * 4 * 1.98e9) * 1e9)
+    x = _x(
+        metric=DURATION, unit="ns", value_now=139_000.0, target=65_340.0, label="kernel duration", basis="b"
+    )
+    assert target_problems(dataclasses.replace(d, expect=(x,)), k)
+    assert not target_problems(dataclasses.replace(d, expect=(dataclasses.replace(x, target=85_400.0),)), k)
+    # a fix that changes the instructions (tensor cores for FFMA work) is not held to today's count
+    assert issue_floor(k, dataclasses.replace(d, bottleneck=Bottleneck.NO_TENSOR_CORES)) is None
+
+
+def test_targets_catch_a_throughput_that_does_not_follow_the_duration() -> None:
+    """The same bytes in 85.4 µs instead of 139 µs: DRAM at 37.6% of peak rises to 61.2%, not to the 80% roof."""
+    dur = _x(
+        metric=DURATION, unit="ns", value_now=139_000.0, target=85_400.0, label="kernel duration", basis="b"
+    )
+    dram = _x(
+        metric="gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        direction=Direction.UP,
+        unit="%",
+        value_now=37.6,
+        target=80.0,
+        label="DRAM bandwidth used",
+        basis="b",
+    )
+    assert target_problems(_kernel_diagnosis(expect=(dram, dur)))
+    assert not target_problems(_kernel_diagnosis(expect=(dataclasses.replace(dram, target=61.2), dur)))

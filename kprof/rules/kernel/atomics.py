@@ -209,11 +209,11 @@ def _expect(f: KernelFacts, atom: float | None, savings: float, hot: bool) -> li
     after another at that slice, set the pace of the whole kernel: the time falls with their number (never below
     the floor of the rest of its traffic, :func:`time_expectation`), not only by the stall share."""
     if distinct_addresses(f.k):
-        return with_duration(f, _privatized_updates(f), savings)
+        return with_duration(f, _privatized_updates(f), savings, why="the serialized atomics cost")
     updates = _l2_updates(f, atom)
     if hot and updates and updates[0].value_now and updates[0].target is not None:
         savings = max(savings, 1.0 - float(updates[0].target) / float(updates[0].value_now))
-    return with_duration(f, updates, savings)
+    return with_duration(f, updates, savings, why="the serialized atomics cost")
 
 
 _SECTORS_PER_LINE = 4

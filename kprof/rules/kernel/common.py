@@ -91,7 +91,11 @@ class Mechanism:
 
 
 def time_expectation(
-    f: KernelFacts, savings: float, fix_unit: str | None = None, why: str = "the waste costs"
+    f: KernelFacts,
+    savings: float,
+    fix_unit: str | None = None,
+    why: str = "the waste costs",
+    issue_kept: float | None = None,
 ) -> Expectation | None:
     """Duration down by ``savings``, never below the reachable floor (:func:`kernel_floor_ns` at the healthy
     fraction of each peak) for the unit the fix uses; None when that leaves no gain to predict."""
@@ -100,7 +104,7 @@ def time_expectation(
         return None
     target = d * (1.0 - savings)
     basis = f"less the {pc(savings)}% of it {why}"
-    parts = kernel_floor_parts(f.k, fix_unit, th.HEALTHY_FRACTION_OF_PEAK)
+    parts = kernel_floor_parts(f.k, fix_unit, th.HEALTHY_FRACTION_OF_PEAK, issue_kept)
     if parts:
         floor, words = max(parts)
         if min(d, floor) >= target - 0.5:  # the floor binds (or the saving was already clamped to it)
@@ -177,9 +181,11 @@ def with_duration(
     savings: float,
     fix_unit: str | None = None,
     why: str = "the waste costs",
+    issue_kept: float | None = None,
 ) -> list[Expectation]:
-    """``expect``, then the kernel duration the fix predicts (:func:`time_expectation`) when it leaves a gain."""
-    t = time_expectation(f, savings, fix_unit, why)
+    """``expect``, then the kernel duration the fix predicts (:func:`time_expectation`) when it leaves a gain;
+    ``issue_kept``: the share of the warp instructions the fix keeps, whose issue time is a floor too."""
+    t = time_expectation(f, savings, fix_unit, why, issue_kept)
     return [*expect, t] if t else expect
 
 

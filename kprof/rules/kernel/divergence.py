@@ -88,7 +88,7 @@ def divergence(f: KernelFacts) -> Mechanism | None:
             "(e.g. select by warp index, or sort/bin the elements by path first), or turn short paths into "
             "predicated arithmetic."
         ),
-        expect=with_duration(f, [lanes], savings),
+        expect=with_duration(f, [lanes], savings, why="the masked lanes cost"),
         confidence=th.CONFIDENCE_MEASURED_INFERRED,
         would_raise="SourceCounters (per-line divergence) to point at the branch"
         if "source" in f.missing

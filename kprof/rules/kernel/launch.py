@@ -121,7 +121,7 @@ def small_grid(f: KernelFacts, blocks: int, sms: int, waves: float | None) -> Me
             "(grid-stride loops sized from the SM count, split-K / split along another dimension), or use "
             "smaller blocks with less work each."
         ),
-        expect=with_duration(f, exp, savings),
+        expect=with_duration(f, exp, savings, why="the idle SMs cost"),
         confidence=th.CONFIDENCE_MEASURED if active is not None else th.CONFIDENCE_NO_LINES,
         would_raise=""
         if active is not None
@@ -193,7 +193,7 @@ def tail_effect(f: KernelFacts, blocks: int, sms: int, waves: float) -> Mechanis
             "Size the grid to a whole number of waves (or many waves): more, smaller blocks, or a persistent "
             "grid-stride kernel launched with exactly SMs x resident blocks."
         ),
-        expect=with_duration(f, [efficiency], savings),
+        expect=with_duration(f, [efficiency], savings, why="the partial last wave costs"),
         confidence=th.CONFIDENCE_PARTIAL,
         would_raise="a timeline run to confirm the kernel's share of the step",
         inflates=(),

@@ -157,7 +157,7 @@ def local_memory(f: KernelFacts) -> Mechanism | None:
         evidence=_evidence(f, local, share, share_metric, lines),
         mechanism=_MECHANISM + _cap_sentence(f.k, kind),
         fix=_cap_fix(f.k, kind) or fix,
-        expect=with_duration(f, [sectors], savings),
+        expect=with_duration(f, [sectors], savings, why="the local-memory traffic costs"),
         confidence=th.CONFIDENCE_MEASURED if has_sass_local and local > 0 else th.CONFIDENCE_LISTING,
         would_raise="the SASS (SourceCounters) to tell a spill from an indexed array" if kind is None else "",
         inflates=MEMORY_UNITS,

@@ -231,7 +231,14 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
             "same products many times faster, stay idle." + reload
         ),
         fix=(tiling + " Then " + _TENSOR_WORDS) if tiling else cap(_TENSOR_WORDS),
-        expect=with_duration(f, [tensor_pipe], savings if grounded else 0.0, fix_unit="tensor"),
+        expect=with_duration(
+            f,
+            [tensor_pipe],
+            savings if grounded else 0.0,
+            fix_unit="tensor",
+            why=f"the same FLOPs at {_fmt(th.TENSOR_FIX_TARGET_FRACTION, 'fraction')} of the tensor-core peak save "
+            f"(and the same DRAM bytes at {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of theirs)",
+        ),
         confidence=(th.CONFIDENCE_MEASURED_INFERRED if f.sass.weighted else th.CONFIDENCE_LISTING)
         - (0 if grounded else th.CONFIDENCE_MISSING_PENALTY),
         would_raise=("" if f.sass.weighted else "SourceCounters (executed instruction mix)")
@@ -303,7 +310,7 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
         ),
         fix=register_tiling_advice(f, mw)
         + (" This GPU has no tensor cores: register tiling is the lever." if no_tc else ""),
-        expect=with_duration(f, [used], savings),
+        expect=with_duration(f, [used], savings, why="the operand reloads cost"),
         confidence=th.CONFIDENCE_CONSISTENT if f.sass.weighted else th.CONFIDENCE_PARTIAL,
         would_raise="" if f.sass.weighted else "SourceCounters (executed instruction mix)",
         inflates=(unit,),

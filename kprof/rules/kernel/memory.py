@@ -246,7 +246,9 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         evidence=ev,
         mechanism=_uncoalesced_words(f, c.op),
         fix=_COALESCE_FIX + " and access global memory row by row.",
-        expect=with_duration(f, [sectors], savings),  # data-dependent: savings 0, no duration
+        expect=with_duration(
+            f, [sectors], savings, why="the excess sectors cost"
+        ),  # data-dependent: savings 0
         confidence=th.CONFIDENCE_MEASURED if not f.sass.empty else th.CONFIDENCE_NO_LINES,
         would_raise="SourceCounters (--import-source yes) to point at the exact line"
         if "source" in f.missing
@@ -392,7 +394,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
             "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles (the thread "
             "index should move along the contiguous dimension), or stage the tile through shared memory."
         ),
-        expect=with_duration(f, [wavefronts], savings),
+        expect=with_duration(f, [wavefronts], savings, why="the excess wavefronts cost"),
         confidence=th.CONFIDENCE_ESTIMATED,
         would_raise="the memory tables (--section MemoryWorkloadAnalysis_Tables) for the sectors per request",
         inflates=MEMORY_UNITS,
@@ -476,7 +478,7 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
             "Reuse on chip: larger tiles staged in shared memory (each operand loaded once per block and used by "
             "all its threads), keep reused values in registers, or swizzle/cluster the blocks that share data."
         ),
-        expect=with_duration(f, [sectors], savings),
+        expect=with_duration(f, [sectors], savings, why="the re-reads cost"),
         confidence=th.CONFIDENCE_NO_LINES,
         would_raise="",
         inflates=("l2",),

@@ -131,7 +131,7 @@ def occupancy(f: KernelFacts) -> Mechanism | None:
             f"{_WAIT.get(top or '', 'wait on memory')}, the scheduler has nothing to issue."
         ),
         fix=cap(_how(f.k, lim.limiter)) + ", and launch enough blocks to fill the freed slots.",
-        expect=with_duration(f, [warps], savings),
+        expect=with_duration(f, [warps], savings, why="the latency more warps would hide costs"),
         confidence=th.CONFIDENCE_CONSISTENT if top else th.CONFIDENCE_RESOURCE,
         would_raise="" if top else "WarpStateStats (stall reasons) to confirm the latency is exposed",
         inflates=(),

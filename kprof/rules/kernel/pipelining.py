@@ -85,7 +85,7 @@ def synchronous_mma_loads(f: KernelFacts) -> Mechanism | None:
             "shared-memory buffers while the current tile multiplies (cp.async/LDGSTS on sm_80+, TMA on sm_90), "
             "and make each iteration longer (BLOCK_K 64 for 16-bit inputs) so fewer barriers are paid."
         ),
-        expect=with_duration(f, [tensor_up], savings),
+        expect=with_duration(f, [tensor_up], savings, why="the unoverlapped loads cost"),
         confidence=th.CONFIDENCE_CONSISTENT,
         would_raise="",
         inflates=("l1",),

@@ -221,7 +221,7 @@ def _mechanism(
         evidence=ev,
         mechanism=mechanism,
         fix=fix,
-        expect=with_duration(f, [wavefronts], savings),
+        expect=with_duration(f, [wavefronts], savings, why="the replayed wavefronts cost"),
         confidence=th.CONFIDENCE_MEASURED,
         would_raise="SourceCounters (--import-source yes) to name the conflicting line"
         if "source" in f.missing

@@ -87,7 +87,9 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
             "Use the fastest MMA the GPU has for this data type: on sm_90, warpgroup MMA (wgmma / HGMMA) with TMA "
             "loads, through CUTLASS 3.x, cuBLAS(Lt), or Triton's Hopper matmul, instead of mma.sync/WMMA."
         ),
-        expect=with_duration(f, [tensor], savings, fix_unit="tensor"),
+        expect=with_duration(
+            f, [tensor], savings, fix_unit="tensor", why="the same MMAs on the fastest path at its roof save"
+        ),
         confidence=th.CONFIDENCE_CONSISTENT,
         would_raise="",
         inflates=("tensor",),
