@@ -18,14 +18,16 @@ makes at once:
    timeline: the GPU work the fix keeps), a percentage within 0..100; a memory unit's throughput moves with the
    duration when its traffic stays (the same bytes in less time are a higher share of the peak, by the same
    factor); and the expectation says where its target comes from (``Expectation.basis``).
-4. **No fix its own mechanism rules out.** A CUDA graph is never prescribed for a loop whose idle time is the
-   host blocked in syncs or copies (neither can be captured), and wider (128-bit) loads never for a kernel whose
-   DRAM is already at its roof.
+4. **No fix its own mechanism rules out.** A CUDA graph is never prescribed for a loop that blocks on the GPU in
+   every iteration, copies through pageable memory, or whose idle time is the host blocked in syncs or copies
+   (none of them can be captured), unless the fix first takes them out; wider (128-bit) loads never for a kernel
+   whose DRAM is already at its roof.
 
 Numbers are read as kprof prints them (:func:`kprof.model._fmt`: 3 significant digits, thousands separators,
 ``ns``/``µs``/``ms``/``s``, ``B``..``TB``); a printed number stands for the interval its last digit rounds, and two
 quantities agree when their intervals do. Each check is a function of one diagnosis returning what it found, and
-``test_each_check_catches_*`` plants a wrong number in a real-shaped diagnosis to show that it does.
+the ``test_<class>_catch_*`` tests plant a wrong number (in a diagnosis built here, or in a real file's) to show
+that it does.
 """
 
 from __future__ import annotations
