@@ -139,6 +139,17 @@ the H200 (data/samples/timeline/pair_graph_after.json.gz, 2,280 kernels replayed
 gaps inside the graphs): median 65 ns, mean 79 ns, largest 129 ns. A launch-bound fix's target keeps the
 kernels' own time plus this gap per kernel: no launch path runs kernels gaplessly."""
 
+SHARE_BASE_TOLERANCE = 0.005
+"""Two times that differ by less than 0.5% print alike (3 significant digits): a share of one is quoted as a share
+of the other. Kernels on overlapping streams whose summed time exceeds the GPU-busy time (their union) by more than
+this have their shares quoted of the summed kernel time, named with its value, not of "it", the busy time."""
+
+MIN_KERNEL_DURATION_NS = 640
+"""No kernel runs shorter than this: the shortest kernel execution in the H200 captures (data/samples/timeline and
+data/validation, nsys and PyTorch profiler: 640 ns, single-block elementwise kernels of ``host_compute_bound``,
+``launch_small_ops`` and ``periodic_log_sync``; 1st percentile 672-800 ns). A predicted kernel duration below it
+is below the GPU's own cost of running any kernel, whatever the work."""
+
 MIN_REPEATS_FOR_BATCHING = 4
 """A launch-bound iteration whose kernels run as one group repeated at least 4 times (every repeated kernel's
 count per iteration a multiple of 4) gets the batching advice first: one call on the stacked input replaces

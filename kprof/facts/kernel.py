@@ -62,12 +62,13 @@ from kprof.facts.units import (
     UNIT_WORDS,
     fp_inst_share,
     has_tensor_cores,
+    issue_elapsed,
     unit_flags,
     unit_utilization,
     work_inst_share,
 )
 from kprof.kernel_model import KernelLaunch
-from kprof.model import Evidence
+from kprof.model import Evidence, _fmt
 
 UNDER_NCU = "measured under ncu"
 
@@ -180,6 +181,7 @@ def _sass_value(k: KernelLaunch, name: str) -> float | None:
         "dependent_load_share": flow.dependent_load_share if flow.global_loads else None,
         "int_data_share": flow.int_data_share(s.instructions),
         "local_instructions": s.local_loads + s.local_stores,
+        "local_instruction_share": s.share(s.local_loads + s.local_stores),
         "global_atomics": s.global_atomics,
         "async_copies": s.async_copies,
         "fp64_widening_conversions": promo.widen if promo else None,
@@ -508,9 +510,25 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
     it needs at least the pipe's measured busy time at 100% (``d x`` the pipe's elapsed utilisation), whatever the
     peak of a faster instruction (an mma.sync kernel never reaches the HGMMA peak by launching more blocks).
     """
+    parts = kernel_floor_parts(k, fix_unit, fraction)
+    return max(ns for ns, _ in parts) if parts else None
+
+
+_PEAK_WORDS = {"fp32": "FP32", "fp64": "FP64", "fp16": "FP16", "bf16": "BF16", "tensor": "tensor-core"}
+
+
+def kernel_floor_parts(
+    k: KernelLaunch, fix_unit: str | None = None, fraction: float = 1.0, issue_kept: float | None = None
+) -> list[tuple[float, str]]:
+    """The terms of :func:`kernel_floor_ns`, each ``(ns, what it is in words)``: the compulsory DRAM bytes at the
+    DRAM peak, each precision's FLOPs at its unit's peak, a kept pipe's busy time; [] when the report gives none.
+
+    ``issue_kept``: the share of today's warp instructions a fix keeps (1.0 for a fix that overlaps the same work
+    better, None when it changes the instruction stream): they need at least their issue time at the SMs' peak
+    issue rate (one warp instruction per scheduler per cycle), the duration x the issue's elapsed utilisation."""
     roof = roofline(k)
     d = k.value(DURATION)
-    floors: list[float] = []
+    floors: list[tuple[float, str]] = []
     moved = dram_bytes(k)
     peak_bw = roof.peak_bytes_per_s.get("dram")
     if moved is None and d and peak_bw and "dram" in roof.utilization:
@@ -519,7 +537,12 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
     if moved is not None and ideal is not None:
         moved = min(moved, ideal * th.SECTOR_BYTES)
     if moved is not None and peak_bw:
-        floors.append(moved / (peak_bw * fraction) * 1e9)
+        floors.append(
+            (
+                moved / (peak_bw * fraction) * 1e9,
+                f"{_fmt(moved, 'B')} over DRAM at {_fmt(fraction, 'fraction')} of its {_fmt(peak_bw / 1e9, 'GB/s')} peak",
+            )
+        )
     if d:
         for prec, rate in roof.flops.items():
             unit = "tensor" if (prec == "fp32" and fix_unit == "tensor") else prec
@@ -527,9 +550,25 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
                 unit = "fp32"  # promoted FP64 math kept in FP32 (kprof.rules.kernel.precision)
             peak = roof.peak_flops.get(unit)
             if peak:
-                floors.append(rate * d * 1e-9 / (peak * fraction) * 1e9)
+                floors.append(
+                    (
+                        rate * d * 1e-9 / (peak * fraction) * 1e9,
+                        f"the {_PEAK_WORDS.get(prec, prec)} FLOPs at {_fmt(fraction, 'fraction')} of the "
+                        f"{_PEAK_WORDS.get(unit, unit)} peak",
+                    )
+                )
         if fix_unit is None:
             for pipe in ("tensor_pipe", "fp64_pipe"):
                 if pipe in roof.utilization:
-                    floors.append(d * roof.utilization[pipe])
-    return max(floors) if floors else None
+                    floors.append(
+                        (
+                            d * roof.utilization[pipe],
+                            f"the {pipe.split('_')[0]} pipe's busy time at 100% of its rate",
+                        )
+                    )
+    issue = issue_elapsed(k) if issue_kept is not None and d else None
+    if issue and d and issue_kept is not None:
+        inst = k.value("smsp__inst_executed.sum")
+        what = f"the {_fmt(int(inst * issue_kept))} warp instructions" if inst else "the warp instructions"
+        floors.append((d * issue * issue_kept, f"{what} it keeps at the SMs' peak issue rate"))
+    return floors

@@ -141,6 +141,7 @@ DERIVED: dict[str, str] = {
     "sass:operand_reuse": "FMA multiplicand uses per loaded value (SASS data flow)",
     "sass:dependent_load_share": "global loads whose address is computed from loaded data (SASS data flow)",
     "sass:local_instructions": "executed (or listed) LDL + STL instructions",
+    "sass:local_instruction_share": "LDL + STL among executed SASS instructions",
     "sass:global_atomics": "executed RED/ATOM instructions on global memory",
     "sass:async_copies": "executed asynchronous global -> shared copies (LDGSTS, UTMALDG, UBLKCP)",
     "sass:fp64_widening_conversions": "executed F2F.F64.F32 (FP32 -> FP64) in a kernel whose global accesses are all "

@@ -446,7 +446,7 @@ def test_the_optimizer_advice_needs_a_training_step_in_the_capture() -> None:
     assert "optimizer" not in inference.fix and "torch._foreach_" in inference.fix
     # the expectation says where its 130 ns between kernels comes from
     busy = next(x for x in d.expect if x.metric == "gpu_busy_fraction")
-    assert "measured inside CUDA graphs" in busy.label
+    assert "measured inside CUDA graphs" in busy.describe()
 
 
 # ----------------------------------------------------------------------------- host code after a drained queue

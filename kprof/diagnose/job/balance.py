@@ -101,6 +101,7 @@ def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, st
                 target=round(float(np.nanmean(c))),
                 unit="ns",
                 label="compute per step on the slowest rank",
+                basis="the mean compute per step over the ranks: the same total work split evenly",
             ),
             Expectation(
                 metric="step_ns",
@@ -109,6 +110,7 @@ def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, st
                 target=round(max(step_med - wait, 0.0)),
                 unit="ns",
                 label="step time",
+                basis=f"less the {_ms(wait)} the fastest rank waits more than the slowest",
             ),
         ),
         confidence=Confidence(
@@ -180,6 +182,8 @@ def _communication_bound(
                 target=round(min(exp_med, 0.5 * comp_med)),
                 unit="ns",
                 label="exposed NCCL time per step",
+                basis=f"half the {_ms(comp_med)} of compute per step: what overlapping the collectives with the "
+                "backward pass leaves exposed at most",
             ),
             Expectation(
                 metric="step_ns",

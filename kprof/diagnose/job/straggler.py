@@ -223,6 +223,7 @@ def _straggler_expect(f: _Facts, wait_gap: float, step_med: float) -> tuple[Expe
             target=round(target_step),
             unit="ns",
             label="step time",
+            basis=f"less the {_ms(wait_gap)} the other ranks wait for the slow one",
         ),
         Expectation(
             metric="exposed_nccl_ns",
@@ -231,6 +232,7 @@ def _straggler_expect(f: _Facts, wait_gap: float, step_med: float) -> tuple[Expe
             target=round(f.w_slow),
             unit="ns",
             label=f"exposed NCCL time per step on {f.other_txt}",
+            basis="the slow rank's own exposed NCCL time: the wait without a straggler",
         ),
         Expectation(
             metric="own_ns" if f.host_side else "compute_ns",
@@ -239,6 +241,7 @@ def _straggler_expect(f: _Facts, wait_gap: float, step_med: float) -> tuple[Expe
             target=round(f.ref_others),
             unit="ns",
             label=f"{f.metric_name} on rank {int(f.ranks[f.worst])}",
+            basis=f"what {f.other_txt} take: a measured control in the same job",
         ),
     )
 

@@ -65,6 +65,8 @@ class _Window:
     mean_gap_ns: float
     launch_interval_ns: float | None
     scope: str = "the steady state"
+    windows: Pair = _EMPTY
+    """The windows these stats are of (the steady state, or an NVTX range's instances)."""
 
     @property
     def busy_fraction(self) -> float:
@@ -398,6 +400,7 @@ def _analyze(
         median_gap_ns=gaps.median_gap or 0.0,
         mean_gap_ns=gaps.mean_gap,
         launch_interval_ns=launch_interval,
+        windows=windows,
     )
 
 

@@ -164,6 +164,44 @@ def _sync_fix(ctx: _Context) -> tuple[str, str]:
     return fix[0].upper() + fix[1:] + ".", what
 
 
+def _graph_blockers(ctx: _Context, w: _Window) -> str:
+    """The first step of a CUDA-graph fix when the loop holds what no graph can capture, else "".
+
+    A CUDA graph replays GPU work only: a call that blocks the host on the GPU (``.item()``, a stream or device
+    synchronize, a synchronous copy) and a copy to or from pageable host memory cannot be captured (stream capture
+    fails on them), so a loop that blocks in every iteration, or copies through pageable memory, cannot become one
+    graph until they leave it. Returns the sentence that says so and how to remove them, ending in "Then "."""
+    n_iter = len(ctx.iterations[0])
+    steady_iters = n_iter - ctx.its.warmup if n_iter >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else n_iter
+    blockers: list[str] = []
+    fixes: list[str] = []
+    native = _language(ctx.tl) == NATIVE
+    if w.sync_count and w.sync_count >= max(steady_iters, 1):
+        kinds = _sync_kinds(ctx)
+        kind = kinds[0][0] if kinds else "stream_sync"
+        per = w.sync_count / steady_iters if steady_iters else float(w.sync_count)
+        often = _times(round(per)) if abs(per - round(per)) < 0.05 else f"{_fmt(per)} times"
+        blockers.append(
+            f"a call that blocks the host on the GPU, which this loop makes {often} per iteration "
+            f"({w.sync_count:,} in {w.scope}: {_SYNC_KINDS[kind][0]})"
+        )
+        fixes.append(_SYNC_KINDS[kind][2 if native else 1])
+    if w.pageable_bytes:
+        blockers.append(
+            f"a copy through pageable host memory, which this loop makes ({_fmt(float(w.pageable_bytes), 'B')} in "
+            f"{w.scope})"
+        )
+        fixes.append(_SYNC_KINDS["to_host"][2 if native else 1])
+    if not blockers:
+        return ""
+    return f"A CUDA graph cannot capture {' or '.join(blockers)}. First " + "; ".join(fixes) + ". Then "
+
+
+def _then(first: str, fix: str) -> str:
+    """``fix`` after :func:`_graph_blockers`' first step (lower-cased after its "Then "), or alone."""
+    return first + fix[0].lower() + fix[1:] if first else fix
+
+
 def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None:
     """What blocks the host (:data:`_SYNC_KINDS` words) when most of the host-compute idle time falls in gaps
     that begin while the host is blocked in a sync: the host waited for the GPU's queue to empty and only
@@ -263,6 +301,8 @@ def _sync_expect(w: _Window) -> list[Expectation]:
             value_now=round(w.busy_fraction, 4),
             target=round(w.busy_ns / max(w.busy_ns, w.wall_ns - sync_idle, 1), 3),
             label="GPU-busy fraction (without the idle time after syncs)",
+            basis=f"the {_ms(w.busy_ns)} of GPU work over the wall time less the {_ms(sync_idle)} of idle time "
+            "after syncs",
         ),
         Expectation(
             metric="gpu_idle_ns",
@@ -271,6 +311,7 @@ def _sync_expect(w: _Window) -> list[Expectation]:
             target=max(0, w.idle_ns - sync_idle),
             unit="ns",
             label="GPU idle time (without the idle time after syncs)",
+            basis=f"less the {_ms(sync_idle)} that follows a sync",
         ),
     ]
     if w.sync_count:
@@ -282,6 +323,7 @@ def _sync_expect(w: _Window) -> list[Expectation]:
                 value_now=w.sync_count,
                 target=0,
                 label="blocking syncs in the steady state (the values read after the loop, or every N steps)",
+                basis="none inside the loop: a loop needs no blocking call to run",
             ),
         )
     return expect

@@ -67,6 +67,8 @@ def divergence(f: KernelFacts) -> Mechanism | None:
         unit="threads",
         value_now=round(r, 1),
         label="active threads per warp instruction",
+        basis=f"a warp-uniform branch: {th.DIVERGENCE_TARGET_ACTIVE_THREADS:g} of {th.WARP_SIZE} lanes, the loop "
+        "tails and bounds guards of real kernels kept",
     )
     return Mechanism(
         bottleneck=B.WARP_DIVERGENCE,
@@ -86,7 +88,7 @@ def divergence(f: KernelFacts) -> Mechanism | None:
             "(e.g. select by warp index, or sort/bin the elements by path first), or turn short paths into "
             "predicated arithmetic."
         ),
-        expect=with_duration(f, [lanes], savings),
+        expect=with_duration(f, [lanes], savings, why="the masked lanes cost"),
         confidence=th.CONFIDENCE_MEASURED_INFERRED,
         would_raise="SourceCounters (per-line divergence) to point at the branch"
         if "source" in f.missing

@@ -12,7 +12,7 @@ from kprof.diagnose.roofline import TENSOR_PIPE_METRICS
 from kprof.facts.kernel import KernelFacts, metric_value, unit_metric
 from kprof.facts.static import StaticKernel
 from kprof.facts.units import UNIT_WORDS
-from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict, _fmt
 from kprof.rules.kernel.common import B, Mechanism, cap, pace_savings, pc, unit_used, with_duration
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT
 
@@ -202,6 +202,8 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
         unit="%",
         value_now=round(pipe_hit[1], 1) if pipe_hit else metric_value(f.k, "derived:tensor_utilization"),
         label="tensor pipe utilisation",
+        basis=f"a first tensor-core version: about {_fmt(th.TENSOR_FIX_TARGET_FRACTION, 'fraction')} of the tensor "
+        "peak; an mma.sync loop measured 59.9% of the BF16 peak on the H200, cuBLAS 75-90%",
     )
     tiling = register_tiling_advice(f, mw)
     reload = _l1_reload_words(f, mw)
@@ -229,7 +231,14 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
             "same products many times faster, stay idle." + reload
         ),
         fix=(tiling + " Then " + _TENSOR_WORDS) if tiling else cap(_TENSOR_WORDS),
-        expect=with_duration(f, [tensor_pipe], savings if grounded else 0.0, fix_unit="tensor"),
+        expect=with_duration(
+            f,
+            [tensor_pipe],
+            savings if grounded else 0.0,
+            fix_unit="tensor",
+            why=f"the same FLOPs at {_fmt(th.TENSOR_FIX_TARGET_FRACTION, 'fraction')} of the tensor-core peak save "
+            f"(and the same DRAM bytes at {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of theirs)",
+        ),
         confidence=(th.CONFIDENCE_MEASURED_INFERRED if f.sass.weighted else th.CONFIDENCE_LISTING)
         - (0 if grounded else th.CONFIDENCE_MISSING_PENALTY),
         would_raise=("" if f.sass.weighted else "SourceCounters (executed instruction mix)")
@@ -301,7 +310,7 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
         ),
         fix=register_tiling_advice(f, mw)
         + (" This GPU has no tensor cores: register tiling is the lever." if no_tc else ""),
-        expect=with_duration(f, [used], savings),
+        expect=with_duration(f, [used], savings, why="the operand reloads cost"),
         confidence=th.CONFIDENCE_CONSISTENT if f.sass.weighted else th.CONFIDENCE_PARTIAL,
         would_raise="" if f.sass.weighted else "SourceCounters (executed instruction mix)",
         inflates=(unit,),

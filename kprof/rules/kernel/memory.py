@@ -30,6 +30,7 @@ from kprof.rules.kernel.common import (
     B,
     Mechanism,
     excess_share,
+    excess_words,
     pace_savings,
     pc,
     scale_to_limiter,
@@ -128,6 +129,15 @@ class _Coalescing:
     def op(self) -> str:
         return "load" if self.which == "loads" else "store"
 
+    def whole_words(self, counts: tuple[float | None, ...]) -> str:
+        """What :attr:`waste` is a share of: every global sector (the other direction's too, when it moved any),
+        judged by ncu's per-instruction ideal when that is the measure."""
+        other = counts[2] if self.which == "loads" else counts[0]
+        words = "all global sectors"
+        if other:
+            words += ", stores included" if self.which == "loads" else ", loads included"
+        return words + (", by ncu's per-instruction ideal" if self.ncu_waste else "")
+
 
 def _coalescing(f: KernelFacts, counts: tuple[float | None, ...]) -> _Coalescing | None:
     """Sectors per request of loads and stores against their ideals; None when neither is past
@@ -218,18 +228,27 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         unit="sectors/request",
         value_now=spr_r,
         label=f"global {c.op} sectors per request",
+        basis="the ideal of the executed accesses, as the evidence gives it"
+        if fixable >= 1.0 and not data_dependent
+        else f"the ideal, plus the {pc(1.0 - fixable)}% of the excess that data-dependent loads cause, which no "
+        "re-indexing removes",
     )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
         savings=savings,
         headline=(
-            f"Uncoalesced global {c.which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, "
-            f"so {waste_pct:g}% of the global memory traffic carries no requested data."
+            f"Uncoalesced global {c.which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, so "
+            + excess_words(
+                spr_r, idl_r, f"the {c.op} sectors carry no requested data", c.waste, c.whole_words(counts)
+            )
+            + "."
         ),
         evidence=ev,
         mechanism=_uncoalesced_words(f, c.op),
         fix=_COALESCE_FIX + " and access global memory row by row.",
-        expect=with_duration(f, [sectors], savings),  # data-dependent: savings 0, no duration
+        expect=with_duration(
+            f, [sectors], savings, why="the excess sectors cost"
+        ),  # data-dependent: savings 0
         confidence=th.CONFIDENCE_MEASURED if not f.sass.empty else th.CONFIDENCE_NO_LINES,
         would_raise="SourceCounters (--import-source yes) to point at the exact line"
         if "source" in f.missing
@@ -357,6 +376,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
         unit="wavefronts/request",
         value_now=wpr_r,
         label="L1 wavefronts per LSU request",
+        basis=f"the ideal: {width:.3g} B x {th.WARP_SIZE} lanes / 128 B per wavefront",
     )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
@@ -374,7 +394,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
             "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles (the thread "
             "index should move along the contiguous dimension), or stage the tile through shared memory."
         ),
-        expect=with_duration(f, [wavefronts], savings),
+        expect=with_duration(f, [wavefronts], savings, why="the excess wavefronts cost"),
         confidence=th.CONFIDENCE_ESTIMATED,
         would_raise="the memory tables (--section MemoryWorkloadAnalysis_Tables) for the sectors per request",
         inflates=MEMORY_UNITS,
@@ -439,6 +459,8 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
         unit="sectors",
         value_now=reads,
         label="L2 sectors read by the SMs",
+        basis=f"{th.L2_REREAD_FACTOR:g}x the {int(dram_reads):,} sectors read from DRAM: each byte fetched from L2 "
+        "once or twice, not mostly re-read",
     )
     return Mechanism(
         bottleneck=B.L2_BANDWIDTH_BOUND,
@@ -456,7 +478,7 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
             "Reuse on chip: larger tiles staged in shared memory (each operand loaded once per block and used by "
             "all its threads), keep reused values in registers, or swizzle/cluster the blocks that share data."
         ),
-        expect=with_duration(f, [sectors], savings),
+        expect=with_duration(f, [sectors], savings, why="the re-reads cost"),
         confidence=th.CONFIDENCE_NO_LINES,
         would_raise="",
         inflates=("l2",),

@@ -108,8 +108,14 @@ def _bound_savings(f: KernelFacts, m: Mechanism, gap: float | None) -> None:
     if d and floor is not None:
         s = min(s, max(0.0, 1.0 - floor / d))
     if s != m.savings:
+        gap_bound = gap is not None and s == gap < m.savings
         m.savings = s
-        t = time_expectation(f, s, m.fix_unit)
+        why = (
+            "the gap to the roof leaves, the busiest unit's useful work kept"
+            if gap_bound
+            else "the waste costs"
+        )
+        t = time_expectation(f, s, m.fix_unit, why)
         kept = [e for e in m.expect if e.metric != DURATION]
         m.expect = kept + ([t] if t is not None and len(kept) < len(m.expect) else [])
 
