@@ -82,6 +82,11 @@ QUANTITIES: tuple[tuple[str, str, frozenset[str]], ...] = (
     (r"^derived:dram_bytes$", "DRAM bytes", BYTES),
     (r"^dram__bytes(_read|_write)?\.sum\.per_second$", "DRAM bandwidth", frozenset({"GB/s"})),
     (
+        r"^(derived__)?(lts|l1tex)__\w*bytes\w*\.sum\.per_second$",
+        "L2 or L1 bandwidth (roofline.py's byte counters)",
+        frozenset({"GB/s"}),
+    ),
+    (
         r"^derived:(fp32|tensor)_tflops$|^sm__ops_path_tensor_[\w.]+per_second$",
         "operations per second",
         frozenset({"TFLOP/s", "TOPS"}),
