@@ -98,6 +98,11 @@ def shared_tree_reduction(f: KernelFacts) -> Mechanism | None:
             "inputs through shared memory, level by level (two shared loads and a store per active thread and a "
             "barrier per level, the last levels with most lanes idle), so the L1/shared pipe does several times the "
             "work of reading the data: the roof it is at is reached by the tree, not by the sum."
+            + (
+                " (The report has no SASS: the tree is read from the shared-memory and global instruction counts.)"
+                if f.sass.empty
+                else ""
+            )
         ),
         fix=(
             "Sum many elements per thread in registers first (a grid-stride loop with several independent float4 "
