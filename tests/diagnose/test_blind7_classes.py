@@ -428,3 +428,31 @@ def test_the_same_start_up_before_a_repeated_loop_is_a_finding_not_the_verdict()
 def test_one_shot_captures_in_the_galleries_are_start_up_bound(rel: str) -> None:
     d = diagnose_timeline(load(_path(rel)))[0]
     assert (d.bottleneck, d.verdict) == (B.STARTUP_BOUND, Verdict.FIX), d.headline
+
+
+# ============================================================================ the labeller's fixes meet the expectations
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("cuda_sgemm_tiled16.raw.csv.gz", "cuda_sgemm_reg8x8.raw.csv.gz"),
+        ("cuda_reduce_tree.raw.csv.gz", "cuda_reduce_shfl.raw.csv.gz"),
+        ("cuda_rmsnorm_2pass.ncu-rep.gz", "cuda_rmsnorm_1pass.raw.csv.gz"),
+    ],
+)
+def test_each_fixed_twin_meets_every_expectation_of_the_diagnosis(before: str, after: str) -> None:
+    """The twin with the recommended construction (register tile, shuffles, one pass) is the after profile: every
+    expectation of the before diagnosis is met by its metrics (the targets are reachable, never past the floor)."""
+    from kprof.diagnose.compare import check_expectation
+
+    d = _kernel(BLIND7 + before)
+    k_after = _launch(BLIND7 + after)
+    checked = 0
+    for x in d.expect:
+        got = metric_value(k_after, x.metric)
+        assert got is not None, x.metric
+        check = check_expectation(x, x.value_now, got, th.NCU_DURATION_NOISE)
+        assert check.met, f"{before}: {x.label}: {check.reason} ({x.value_now} -> {got}, target {x.target})"
+        checked += 1
+    assert checked >= 2
