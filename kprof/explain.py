@@ -293,12 +293,22 @@ _ENTRIES: dict[str, _Entry] = {
         "DRAM bandwidth is the saturated unit.",
         "DRAM throughput is the highest SpeedOfLight unit at HEALTHY_FRACTION_OF_PEAK or more of its peak; with "
         "DRAM bytes close to what the tensors need, the kernel is healthy. An L2 passing a DRAM stream through "
-        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too. Below the roof DRAM is not "
-        "the limit (latency_bound).",
+        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too. A report without the memory "
+        "tables is healthy at that roof when neither L2 nor L1 is busier than DRAM by more than UNIT_TIE_MARGIN, "
+        "at lower confidence. When two loops of each block read the same addresses (the SASS: the same parameter, "
+        "block and thread address at both loops' first iteration) and DRAM serves the second read, the second "
+        "pass is avoidable traffic and the verdict is a fix: one pass, with the data kept on chip. Below the roof "
+        "DRAM is not the limit (latency_bound).",
         "Move fewer bytes: fuse with neighbouring kernels, use a smaller data type, reuse data from shared "
-        "memory or L2.",
-        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION", "L2_STREAMING_READ_HIT_RATE"),
+        "memory or L2; read data once where a kernel reads it twice.",
+        (
+            "HEALTHY_FRACTION_OF_PEAK",
+            "LATENCY_BOUND_FRACTION",
+            "L2_STREAMING_READ_HIT_RATE",
+            "UNIT_TIE_MARGIN",
+        ),
         _RESOURCE,
+        (_RULES + "passes.py", _RULES + "healthy.py"),
     ),
     "l2_bandwidth_bound": _Entry(
         "kernel (resource)",
@@ -316,11 +326,27 @@ _ENTRIES: dict[str, _Entry] = {
         "The L1/shared-memory pipe is the saturated unit.",
         "L1/shared throughput is the highest SpeedOfLight unit at or above HEALTHY_FRACTION_OF_PEAK of its peak, "
         "or above LATENCY_BOUND_FRACTION with the warps stalled on its full queues (lg_throttle, mio_throttle, "
-        "tex_throttle). Saturating it because each FMA reloads its operands is a fix, not healthy.",
-        "Load fewer bytes from shared memory per useful operation: register tiling (several outputs per "
-        "thread), vectorized shared loads, fewer bank conflicts.",
-        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        "tex_throttle). Saturating it with work the algorithm does not need is a fix, not healthy: FFMAs that "
+        "reload their operands from shared memory (from the SASS data flow; in a report without SASS, more shared "
+        "wavefronts per FFMA warp instruction than the L1 serves at the FMA pipe's rate, COALESCING_TOLERANCE "
+        "past it, with FFMA at least MATRIX_LIKE_FFMA_SHARE of the instructions), measured against the "
+        "register-tiled construction's REGISTER_TILE_SHARED_LOADS_PER_FFMA; or a reduction (DRAM writes at most "
+        "REDUCTION_MAX_OUTPUT_SHARE of its reads) whose shared-memory tree issues more shared instructions per "
+        "global load than a warp-shuffle reduction's REDUCTION_SHARED_PER_LOAD.",
+        "Load fewer bytes from shared memory per useful operation: register micro-tiles (8x8 outputs per thread, "
+        "float4 shared reads) for a matrix product; many elements per thread and warp shuffles for a reduction; "
+        "fewer bank conflicts.",
+        (
+            "HEALTHY_FRACTION_OF_PEAK",
+            "LATENCY_BOUND_FRACTION",
+            "COALESCING_TOLERANCE",
+            "MATRIX_LIKE_FFMA_SHARE",
+            "REGISTER_TILE_SHARED_LOADS_PER_FFMA",
+            "REDUCTION_MAX_OUTPUT_SHARE",
+            "REDUCTION_SHARED_PER_LOAD",
+        ),
         _RESOURCE,
+        (_RULES + "matrix.py", _RULES + "reduction.py"),
     ),
     "compute_bound": _Entry(
         "kernel (resource)",
@@ -416,7 +442,8 @@ _ENTRIES: dict[str, _Entry] = {
     "warp_divergence": _Entry(
         "kernel (mechanism)",
         "Threads of a warp take different branches, so each path runs with part of the warp idle.",
-        "Executed warp instructions average fewer than DIVERGENCE_ACTIVE_THREADS active threads of WARP_SIZE.",
+        "Executed warp instructions average fewer than DIVERGENCE_ACTIVE_THREADS active threads of WARP_SIZE "
+        "(InstructionStats' ratio, or SourceCounters' thread and warp instruction sums in a report without it).",
         "Make the branch uniform per warp (sort or bin the work, move the condition to the block level) or "
         "compute both sides without a branch.",
         ("DIVERGENCE_ACTIVE_THREADS", "WARP_SIZE"),
@@ -463,7 +490,10 @@ _ENTRIES: dict[str, _Entry] = {
         "Matrix work runs on the FP32 FMA pipes; the SASS holds no MMA instruction.",
         "FFMA is at least MATRIX_LIKE_FFMA_SHARE of the instructions, special functions stay under "
         "MATRIX_LIKE_MAX_SFU_SHARE, the arithmetic intensity is past the FP32 ridge (or MATRIX_LIKE_MIN_INTENSITY "
-        "without peaks), and no HMMA/HGMMA issued.",
+        "without peaks), and no HMMA/HGMMA issued. A matrix product at the FP32 roof is healthy and this is "
+        "advice: on a GPU that takes TF32 (sm_80+) it names TF32 with its rounding cost (TF32_ROUNDING_ERROR) and "
+        "the report's TF32 tensor roof; in a report without SASS the counters stand for the data flow (FFMA at "
+        "least MATRIX_FFMA_OF_FP32 of the FP32 instructions, operands staged through shared memory).",
         "Use tensor cores: cuBLAS/cuBLASLt (TF32 or BF16 where the precision allows), WMMA/MMA in CUDA C++, or "
         "tl.dot in Triton.",
         (
@@ -471,6 +501,8 @@ _ENTRIES: dict[str, _Entry] = {
             "MATRIX_LIKE_MAX_SFU_SHARE",
             "MATRIX_LIKE_MIN_INTENSITY",
             "HEALTHY_FRACTION_OF_PEAK",
+            "MATRIX_FFMA_OF_FP32",
+            "TF32_ROUNDING_ERROR",
         ),
         _RULES + "matrix.py",
     ),

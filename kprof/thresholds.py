@@ -342,6 +342,16 @@ MATRIX_LIKE_MAX_SFU_SHARE = 0.05
 """...and special-function instructions (MUFU: sin, exp, rsqrt) stay under 5%: transcendental-
 heavy code is not a matrix product and gains nothing from tensor cores."""
 
+MATRIX_FFMA_OF_FP32 = 0.9
+"""A report without SASS shows FP32 matrix work in its counters when FFMA is at least 90% of the FP32 thread
+instructions (fadd + fmul + ffma): a matrix product's FP32 work is acc += a * b. N-body, norms and softmax mix in
+FADD and FMUL (the blind6 n-body kernel: 38.5% FFMA)."""
+
+TF32_ROUNDING_ERROR = 2.0**-11
+"""TF32 keeps 10 of FP32's 23 mantissa bits: each input is rounded with a relative error up to 2^-11 (4.9e-4), while
+products are accumulated in FP32 (NVIDIA A100 whitepaper, "TF32"). Measured on the H200 (blind7 lib_sgemm_fp32, a
+8192^3 torch.matmul): relative error 2.9e-4 with TF32 against 1.6e-6 in FP32."""
+
 MATRIX_LIKE_MIN_INTENSITY = 10.0
 """FLOP per DRAM byte above which FP32 work is called matrix-like when the report has no FP32
 ridge point (peaks) to compare with; elementwise and stencil kernels sit below 10."""
@@ -364,6 +374,24 @@ MATRIX_MAX_GLOBAL_BYTES_PER_FMA = 2.0
 """Bytes per thread loaded from global memory per FMA below which the operands are reused through shared
 memory: a 4-byte operand feeding >= 2 FMAs (MATRIX_REUSE_MIN). A 16x16 shared-tiled SGEMM loads 0.5 B/FMA,
 a dot product 8 B/FMA."""
+
+REGISTER_TILE_SHARED_LOADS_PER_FFMA = (8 + 8) / 4 / (8 * 8)
+"""Shared-memory load instructions per FFMA of the standard register-tiled SGEMM: each thread computes an 8x8
+micro-tile of a 128x128x8 block tile and, per k, reads 8 values of A and 8 of B as float4 (4 LDS.128) for 64 FFMAs:
+0.0625. (CUTLASS's SIMT SGEMM and the worked "How to optimize a CUDA matmul kernel" series use this construction;
+cuBLAS's FP32 kernel on the H200 issues 0.047, blind7 lib_sgemm_fp32.) A 16x16 shared tile with one output per
+thread issues 1.25 (one LDS per FFMA plus an LDS.128 per 4)."""
+
+REDUCTION_SHARED_PER_LOAD = 2.0
+"""Shared-memory instructions per global load instruction that a warp-shuffle reduction needs at most: the warp
+reduces in registers (__shfl_down_sync), one STS per warp writes its partial and one LDS per warp of the block's
+last step reads it back, so even at one element per thread a block of W warps issues W + 1 shared instructions per
+W loads; with many elements per thread, far fewer. A shared-memory tree issues two loads and a store per level."""
+
+REDUCTION_MAX_OUTPUT_SHARE = 1.0 / 32
+"""A kernel reduces when it writes at most one byte to DRAM per 32 it reads (dram__bytes_write / dram__bytes_read):
+each output combines at least a warp's worth of inputs. Elementwise, transpose and scan kernels write about what
+they read."""
 
 L1_BYTES_PER_CYCLE_PER_SM = 128.0
 """L1/shared-memory bandwidth per SM and cycle on Volta and later (32 banks x 4 B; NVIDIA's Volta, Ampere and

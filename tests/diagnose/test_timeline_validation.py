@@ -29,12 +29,15 @@ BLIND5 = REPO / "data" / "validation" / "blind5"
 BLIND6 = REPO / "data" / "validation" / "blind6"
 """Sixth blind gallery: four whole-process timelines (three nsys exports, one Kineto trace), 4 of 4 at 1bbb8b4 (two
 through the labeller's acceptable id)."""
+BLIND7 = REPO / "data" / "validation" / "blind7"
+"""Seventh blind gallery (issue 23): two one-shot whole-process timelines (nsys exports: torch.compile called once, one
+cudaMallocManaged and one kernel), 2 of 2 at 436a5cf."""
 TIMELINE_KINDS = ("kineto", "nsys", "nsys-sqlite")
 
 
 def _entries() -> list[dict]:
     out = []
-    for folder in (GALLERY, HELDOUT, BLIND4, BLIND5, BLIND6):
+    for folder in (GALLERY, HELDOUT, BLIND4, BLIND5, BLIND6, BLIND7):
         p = folder / "labels.json"
         if not p.exists():
             continue

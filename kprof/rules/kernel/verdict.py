@@ -31,7 +31,7 @@ from kprof.rules.kernel.common import (
     subject,
     time_expectation,
 )
-from kprof.rules.kernel.healthy import healthy, traffic_is_required
+from kprof.rules.kernel.healthy import dram_stream_at_roof, healthy, traffic_is_required
 from kprof.rules.kernel.resource import resource_diagnosis
 
 
@@ -95,9 +95,14 @@ def _healthy_verdict(f: KernelFacts, found: list[Mechanism], useful: dict[str, f
     if not at_roof or wrong_roof or not f.fills_gpu():
         return None
     unit = at_roof[0]
+    unconfirmed = False
     if unit in MEMORY_UNITS and "memory" in f.missing and not traffic_is_required(f, unit):
-        return None
-    return healthy(f, unit, [m for m in found if m.bottleneck is B.NO_TENSOR_CORES])
+        if not dram_stream_at_roof(f, unit):
+            return None
+        unconfirmed = (
+            True  # a DRAM stream at its roof: healthy, with the memory tables named as the confirmation
+        )
+    return healthy(f, unit, [m for m in found if m.bottleneck is B.NO_TENSOR_CORES], unconfirmed=unconfirmed)
 
 
 def _bound_savings(f: KernelFacts, m: Mechanism, gap: float | None) -> None:
@@ -159,7 +164,9 @@ def _partial_report(f: KernelFacts, found: list[Mechanism]) -> Diagnosis:
     ]
     if not usable:
         return _inconclusive_no_sol(f)
-    usable.sort(key=lambda m: -m.savings)
+    # A mechanism whose own counters the report holds (bank conflicts in the shared wavefronts, sectors per request,
+    # divergent branches) says what the code does; the grid-size ones only what the launch is: they follow.
+    usable.sort(key=lambda m: (m.bottleneck in (B.SMALL_GRID, B.TAIL_EFFECT), -m.savings))
     for m in usable:
         _bound_savings(f, m, None)
     top = usable[0]
