@@ -26,6 +26,7 @@ from kprof.timeline_model import (
     COPY_DTOH,
     COPY_HTOD,
     MEM_PAGEABLE,
+    ApiCategory,
     HostOpTable,
     Timeline,
 )
@@ -119,6 +120,48 @@ class _GapTotals:
     host_compute_gaps: Pair
 
 
+_ISSUING = (int(ApiCategory.LAUNCH), int(ApiCategory.MEMSET))
+"""API calls that give the GPU its compute work (kernel and graph launches, memsets). Copies are left out: a
+copy to the host in the loop is what blocks it, and its fix (keep the value on the GPU, or a pinned buffer
+and an event) removes or moves that call's host time with the wait."""
+
+
+def host_runs_ahead(ctx: _Context) -> bool:
+    """Whether the host, were it not blocked, would issue the steady state's GPU work faster than the GPU
+    runs it: the mean time from one issuing call (:data:`_ISSUING`) to the next on the thread that issues
+    most of them, counted only where no blocking call starts in between (the host's own work between launches:
+    dispatch, Python, allocations), times the number of issuing calls, is shorter than the GPU-busy time of
+    the steady state.
+
+    When it is, each idle gap that begins while the host is blocked (a sync, a blocking copy, ``.item()``,
+    ``nonzero``) is the blocking call's, all of it: without the call the host would have queued the next work
+    before the GPU ran dry, and the gap is the wait's end, its return and the re-dispatch after it. When it
+    is not, the host would fall behind anyway, and only the part the host spent blocked counts
+    (:meth:`_GapCoder.codes`). False without blocking calls or with fewer than MIN_LAUNCHES_FOR_LAUNCH_BOUND
+    issuing calls (no rate to judge)."""
+    api = ctx.tl.api
+    bs = ctx.blocking_calls[0]
+    if len(api) == 0 or len(bs) == 0:
+        return False
+    lo, hi = ctx.steady_lo, ctx.steady_hi
+    m = (api.start_ns >= lo) & (api.start_ns < hi) & np.isin(api.category, _ISSUING)
+    n_issue = int(np.count_nonzero(m))
+    if n_issue < th.MIN_LAUNCHES_FOR_LAUNCH_BOUND:
+        return False
+    threads, counts = np.unique(api.thread[m], return_counts=True)
+    s = np.sort(api.start_ns[m & (api.thread == threads[int(np.argmax(counts))])])
+    if len(s) < 2:
+        return False
+    # blocking calls that start in [s_i, s_i+1): the interval holds a wait, not issue time
+    between = np.diff(np.searchsorted(bs, s, side="left"))
+    clean = np.diff(s)[between == 0]
+    if len(clean) == 0:
+        return False
+    windows = (np.array([lo], np.int64), np.array([max(hi, lo)], np.int64))
+    busy = _union_total(ctx.gpu.stream(with_cols=False), windows)
+    return float(np.mean(clean)) * n_issue < busy
+
+
 class _GapCoder:
     """Gives each idle gap of a chunk the code (an index of :data:`_CAUSES`) of the cause that holds it."""
 
@@ -135,6 +178,7 @@ class _GapCoder:
         self.hostish = np.array(
             [self.cause_ix["host"], self.cause_ix["sync"], self.cause_ix["copy"]], np.int8
         )
+        self.runs_ahead = host_runs_ahead(ctx)
 
     def codes(self, gs: np.ndarray, ge: np.ndarray, glen: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The cause codes of gaps ``[gs, ge)``, ``rows`` the API rows of the work that ends each (-1: none)."""
@@ -159,16 +203,18 @@ class _GapCoder:
             transfer = in_block & (bi >= 0) & btw[np.maximum(bi, 0)]
         else:
             transfer = np.zeros(len(gs), bool)
-        # A blocking call costs the GPU only what the host could have issued instead of waiting: the gap
-        # after it is the sync's (or the copy's) when the host had been blocked at least half as long as
-        # the gap lasts; when the host's own work after the call is longer, the host is the limit (without
-        # the sync it would still not keep ahead of the GPU).
+        # A blocking call costs the GPU only what the host could have issued instead of waiting. When the host
+        # issues work faster than the GPU runs it (host_runs_ahead), that is the whole gap after the call: the
+        # next work would have been queued before the GPU ran dry. Otherwise the gap is the sync's (or the
+        # copy's) when the host had been blocked at least half as long as the gap lasts; when the host's own
+        # work after the call is longer, the host is the limit (without the sync it would still not keep
+        # ahead of the GPU).
         waited = (
             np.where(in_block, gs - ctx.blocking[0][np.maximum(block_ix, 0)], 0)
             if len(ctx.blocking[0])
             else 0
         )
-        held = in_block & (np.asarray(waited) * 2 >= glen)
+        held = in_block & ((np.asarray(waited) * 2 >= glen) | self.runs_ahead)
         del block_ix, waited
         startup = iv.per_interval_overlap((gs, ge), ctx.startup_calls) * 2 > glen
         c = np.full(len(gs), cause_ix["host"], np.int8)

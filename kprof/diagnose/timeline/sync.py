@@ -54,6 +54,15 @@ _SYNC_KINDS: dict[str, tuple[str, str, str]] = {
         "cudaMemcpyAsync into pinned memory (cudaHostAlloc), then cudaEventRecord and cudaEventSynchronize only "
         "where the host needs the values",
     ),
+    "pageable_copy": (
+        "an asynchronous copy to pageable host memory (cudaMemcpyAsync, or a non_blocking .copy_() / .to('cpu') "
+        "into a tensor that is not pinned: it returns only after the copy, which waits for all the work queued "
+        "ahead of it)",
+        "copy into a pinned buffer (torch.empty(..., pin_memory=True)) with non_blocking=True, record a CUDA event "
+        "after it and wait on that event only when the host needs the values (a step later)",
+        "allocate the host buffer pinned (cudaHostAlloc) so cudaMemcpyAsync returns at once, then cudaEventRecord "
+        "and cudaEventSynchronize only where the host needs the values",
+    ),
     "data_dependent": (
         "an operation whose output size depends on the data (nonzero, boolean-mask indexing, unique)",
         "give it a static size (torch.nonzero_static, multiply by the mask instead of indexing with it) so the host "
@@ -97,23 +106,118 @@ _TO_HOST_OP = re.compile(r"^aten::(to|_to_copy|copy_|cpu|numpy|tolist)$")
 _DATA_DEP_OP = re.compile(r"nonzero|masked_select|unique|index|repeat_interleave")
 
 
+_DATA_DEP_KERNEL = re.compile(r"DeviceSelect|DeviceCompact|write_indices|nonzero|unique", re.IGNORECASE)
+"""Kernels that compact by a count the host read back first: PyTorch's nonzero (boolean-mask indexing,
+masked_select) counts with cub, copies the count to the host, waits, then runs cub's DeviceSelect and
+write_indices. Wording only: the verdict comes from the gaps."""
+
+
+def _readback_calls(ctx: _Context) -> dict[int, str]:
+    """API row -> :data:`_SYNC_KINDS` key, for the calls that read GPU memory back to the host in the steady
+    state, from the calls around them on their thread. A device-to-host copy followed by a stream or event
+    sync, and that sync, are one read-back (what ``.item()`` and ``.cpu()`` issue): of a scalar at <= 8 bytes
+    (``scalar_read``), else of a tensor (``to_host``), and of a count when the next launch is a compaction
+    kernel (:data:`_DATA_DEP_KERNEL`: ``data_dependent``). An asynchronous device-to-host copy with no sync
+    after it that still blocked went to pageable memory (``pageable_copy``). Other copies are not listed."""
+    tl = ctx.tl
+    api, c = tl.api, tl.copies
+    if len(api) == 0 or len(c) == 0:
+        return {}
+    d2h = np.isin(c.direction, (COPY_DTOH, 12)) & (c.correlation >= 0)
+    if not d2h.any():
+        return {}
+    by_corr = dict(zip(c.correlation[d2h].tolist(), c.bytes[d2h].tolist(), strict=True))
+    cat = api.category
+    m = np.isin(cat, _WORK) & (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
+    rows = np.flatnonzero(m)
+    rows = rows[np.lexsort((api.start_ns[rows], api.thread[rows]))]
+    copy_cats = (int(ApiCategory.COPY_SYNC), int(ApiCategory.COPY_ASYNC))
+    groups: list[tuple[list[int], int, int]] = []  # (rows of one read-back, bytes, the next launch row or -1)
+    open_group: list[int] = []
+    open_bytes = 0
+    prev_thread = -1
+
+    def close(next_launch: int) -> None:
+        nonlocal open_group
+        if open_group:
+            groups.append((open_group, open_bytes, next_launch))
+            open_group = []
+
+    for r in rows.tolist():
+        t = int(api.thread[r])
+        if t != prev_thread:
+            close(-1)
+            prev_thread = t
+        k = int(cat[r])
+        if k in copy_cats:
+            close(-1)
+            nbytes = by_corr.get(int(api.correlation[r]))
+            if nbytes is not None:
+                open_group, open_bytes = [r], int(nbytes)
+        elif k == int(ApiCategory.SYNC):
+            if open_group:
+                open_group.append(r)
+        else:
+            close(r if k == int(ApiCategory.LAUNCH) else -1)
+    close(-1)
+    compaction: set[int] = set()
+    launches = {g[2] for g in groups if g[2] >= 0}
+    if launches and len(tl.kernels):
+        kt = tl.kernels
+        corrs = np.array([int(api.correlation[r]) for r in launches], np.int64)
+        dep_names = np.array([bool(_DATA_DEP_KERNEL.search(n)) for n in kt.names] or [False])
+        dep_corr = set(kt.correlation[np.isin(kt.correlation, corrs) & dep_names[kt.name_id]].tolist())
+        compaction = {r for r in launches if int(api.correlation[r]) in dep_corr}
+    out: dict[int, str] = {}
+    for g_rows, nbytes, nxt in groups:
+        if len(g_rows) == 1:  # a copy with no sync after it
+            if cat[g_rows[0]] == int(ApiCategory.COPY_ASYNC):
+                out[g_rows[0]] = "pageable_copy"  # listed only if it blocked (the caller's rows)
+            continue
+        kind = "data_dependent" if nxt in compaction else "scalar_read" if nbytes <= 8 else "to_host"
+        for r in g_rows:
+            out[r] = kind
+    return out
+
+
+_WORK = (
+    int(ApiCategory.LAUNCH),
+    int(ApiCategory.MEMSET),
+    int(ApiCategory.COPY_SYNC),
+    int(ApiCategory.COPY_ASYNC),
+    int(ApiCategory.SYNC),
+)
+
+
 def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
     """What blocks the host in the steady state, as :data:`_SYNC_KINDS` keys with their counts, most first.
 
     A PyTorch trace names the operator that made each blocking call (``aten::_local_scalar_dense`` for
-    ``.item()``); otherwise the call and the copies around it say it: a stream sync right after a copy of a
-    few bytes to the host is a scalar read back (what ``.item()`` issues in PyTorch). Names choose the words
-    of the fix only; the verdict comes from the gaps."""
+    ``.item()``); otherwise the call and the copies around it say it: a copy to the host that blocks (a
+    synchronous copy, or an asynchronous one that returned only after its copy: pageable memory), or a stream
+    sync right after such a copy, is a read-back (:func:`_readback_calls`: a scalar, a tensor, a count before a
+    compaction, a copy to pageable memory). Names choose the words of the fix only; the verdict comes from the
+    gaps."""
     tl = ctx.tl
     api = tl.api
     if len(api) == 0:
         return []
     cat = api.category
     m = (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
-    rows = np.flatnonzero(m & np.isin(cat, (int(ApiCategory.SYNC), int(ApiCategory.COPY_SYNC))))
+    blocking = np.isin(cat, (int(ApiCategory.SYNC), int(ApiCategory.COPY_SYNC)))
+    bs, be, _ = ctx.blocking_calls
+    async_copy = m & (cat == int(ApiCategory.COPY_ASYNC))
+    if async_copy.any() and len(bs):
+        # asynchronous copies that returned only after their copy ended block like a synchronous one
+        pairs = set(zip(bs.tolist(), be.tolist(), strict=True))
+        for r in np.flatnonzero(async_copy).tolist():
+            if (int(api.start_ns[r]), int(api.end_ns[r])) in pairs:
+                blocking[r] = True
+    rows = np.flatnonzero(m & blocking)
     if len(rows) == 0:
         return []
     ops = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
+    readback = _readback_calls(ctx) if ops is None else {}
     # small device-to-host copies in the steady state: scalars read back
     c = tl.copies
     small_d2h = 0
@@ -138,7 +242,9 @@ def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
             kind = "device_sync"
         elif name in ("cudaEventSynchronize", "cuEventSynchronize"):
             kind = "event_sync"
-        elif cat[r] == ApiCategory.COPY_SYNC:
+        elif r in readback:
+            kind = readback[r]
+        elif cat[r] != ApiCategory.SYNC:
             kind = "blocking_copy"
         elif ops is None and small_d2h * 2 >= len(rows):
             kind = "scalar_read"
@@ -178,9 +284,9 @@ def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None
     if int((ge - gs)[inside].sum()) < th.DOMINANT_SHARE * int((ge - gs).sum()):
         return None
     kinds = _sync_kinds(ctx)
-    if kinds:
+    if kinds and kinds[0][0] != "pageable_copy":
         return _SYNC_KINDS[kinds[0][0]][0]
-    return _pageable_readback(ctx) or "a blocking call"
+    return _pageable_readback(ctx) or (_SYNC_KINDS[kinds[0][0]][0] if kinds else "a blocking call")
 
 
 def _pageable_readback(ctx: _Context) -> str | None:
