@@ -143,6 +143,7 @@ def test_graph_pair_improved_from_gpu_projected_steps(graph):
     assert "process to process" in c.noise and "HOST_PACED_PROCESS_SD" in c.noise
     lo, hi = c.speedup_interval
     assert lo == pytest.approx(c.speedup / (1 + c.noise_threshold)) and lo > 1
+    assert hi == pytest.approx(c.speedup * (1 + c.noise_threshold))
     assert not c.next_step  # 13.4x is far beyond any spread measured between processes
     assert c.before.bottleneck.value == "host_launch_bound"
     assert c.after.bottleneck.value == "gpu_bound"

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose.timeline.blocking import _sync_fix
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.covers import _host_compute_fix, _named_cover
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _steady, _Window
 from kprof.diagnose.timeline.kernels import _Comm, _comm_evidence, _comm_finding, _ncu_commands
-from kprof.diagnose.timeline.sync import _after_sync_words, _drained_by_sync, _sync_fix
+from kprof.diagnose.timeline.sync import _after_sync_words, _drained_by_sync
 from kprof.diagnose.timeline.words import PYTHON, PYTORCH, _language, _ms, _pct
 from kprof.model import (
     Bottleneck,

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
-import numpy as np
-
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose.timeline.blocking import _SYNC_KINDS, _pageable_readback, _sync_fix, _sync_kinds
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.covers import _feeds_the_gpu
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys, _recapture
 from kprof.diagnose.timeline.findings import _findings
-from kprof.diagnose.timeline.gaps import _LaunchingOps, _Window
-from kprof.diagnose.timeline.words import NATIVE, _language, _ms, _pct, _times
+from kprof.diagnose.timeline.gaps import _Window
+from kprof.diagnose.timeline.words import NATIVE, _language, _ms, _pct
 from kprof.model import (
     Bottleneck,
     Diagnosis,
@@ -24,250 +21,6 @@ from kprof.model import (
     Verdict,
     _fmt,
 )
-from kprof.timeline_model import (
-    COPY_DTOH,
-    ApiCategory,
-    api_base_name,
-)
-
-_SYNC_KINDS: dict[str, tuple[str, str, str]] = {
-    # kind: (what blocks, in the program's terms; the PyTorch fix; the CUDA C++ fix)
-    "item": (
-        ".item() (aten::_local_scalar_dense: a scalar copied to the host, then a wait for the queue)",
-        "keep the value on the GPU: accumulate it in a tensor and call .item() once every N steps or after the loop, "
-        "and replace Python control flow on it with tensor ops (torch.where, masks); float(t), int(t), bool(t) and "
-        "`if t:` sync the same way",
-        "keep the value on the GPU and read it back once every N iterations or after the loop",
-    ),
-    "scalar_read": (
-        "a scalar read back (a copy of at most 8 bytes to the host, then a wait for the queue: what .item() "
-        "issues in PyTorch)",
-        "keep the value on the GPU: accumulate it in a tensor and read it (.item(), float(t), bool(t), `if t:`) "
-        "once every N steps or after the loop, and replace Python control flow on it with tensor ops "
-        "(torch.where, masks)",
-        "keep the value on the GPU and read it back once every N iterations or after the loop",
-    ),
-    "to_host": (
-        "a copy to host memory (.cpu(), .to('cpu'), .numpy(), .tolist())",
-        "copy into a pinned buffer with non_blocking=True, record a CUDA event after it and wait on that event only "
-        "when the host needs the values (a step later)",
-        "cudaMemcpyAsync into pinned memory (cudaHostAlloc), then cudaEventRecord and cudaEventSynchronize only "
-        "where the host needs the values",
-    ),
-    "pageable_copy": (
-        "an asynchronous copy to pageable host memory (cudaMemcpyAsync, or a non_blocking .copy_() / .to('cpu') "
-        "into a tensor that is not pinned: it returns only after the copy, which waits for all the work queued "
-        "ahead of it)",
-        "copy into a pinned buffer (torch.empty(..., pin_memory=True)) with non_blocking=True, record a CUDA event "
-        "after it and wait on that event only when the host needs the values (a step later)",
-        "allocate the host buffer pinned (cudaHostAlloc) so cudaMemcpyAsync returns at once, then cudaEventRecord "
-        "and cudaEventSynchronize only where the host needs the values",
-    ),
-    "data_dependent": (
-        "an operation whose output size depends on the data (nonzero, boolean-mask indexing, unique)",
-        "give it a static size (torch.nonzero_static, multiply by the mask instead of indexing with it) so the host "
-        "need not wait to learn the size",
-        "bound the output size ahead of time so the host need not read it back",
-    ),
-    "device_sync": (
-        "an explicit device synchronize (torch.cuda.synchronize(), cudaDeviceSynchronize)",
-        "remove torch.cuda.synchronize() from the loop (keep one before reading a timer or the final result); to "
-        "order work between streams use torch.cuda.Event and stream.wait_event, which do not block the host",
-        "remove cudaDeviceSynchronize from the loop; order work with cudaEventRecord + cudaStreamWaitEvent, which "
-        "do not block the host",
-    ),
-    "stream_sync": (
-        "cudaStreamSynchronize",
-        "wait on a CUDA event recorded after the work you need (torch.cuda.Event.synchronize()), issued after the "
-        "next iteration's work is queued, instead of draining the stream",
-        "replace cudaStreamSynchronize with cudaEventRecord after the work you need and cudaEventSynchronize after "
-        "the next iteration's work is queued (or cudaStreamWaitEvent for GPU-side ordering)",
-    ),
-    "event_sync": (
-        "an event wait (cudaEventSynchronize, event.synchronize())",
-        "wait on the event later, after the next iteration's work is queued, or order with stream.wait_event",
-        "move cudaEventSynchronize after the next iteration's launches, or use cudaStreamWaitEvent",
-    ),
-    "blocking_copy": (
-        "a synchronous copy (cudaMemcpy)",
-        "copy with non_blocking=True into pinned memory and wait on an event when the data is needed",
-        "replace cudaMemcpy with cudaMemcpyAsync on a stream into pinned memory, and an event wait where the data "
-        "is needed",
-    ),
-}
-
-
-_ITEM_OP = re.compile(r"_local_scalar_dense|^aten::item$")
-
-
-_TO_HOST_OP = re.compile(r"^aten::(to|_to_copy|copy_|cpu|numpy|tolist)$")
-
-
-_DATA_DEP_OP = re.compile(r"nonzero|masked_select|unique|index|repeat_interleave")
-
-
-_DATA_DEP_KERNEL = re.compile(r"DeviceSelect|DeviceCompact|write_indices|nonzero|unique", re.IGNORECASE)
-"""Kernels that compact by a count the host read back first: PyTorch's nonzero (boolean-mask indexing,
-masked_select) counts with cub, copies the count to the host, waits, then runs cub's DeviceSelect and
-write_indices. Wording only: the verdict comes from the gaps."""
-
-
-def _readback_calls(ctx: _Context) -> dict[int, str]:
-    """API row -> :data:`_SYNC_KINDS` key, for the calls that read GPU memory back to the host in the steady
-    state, from the calls around them on their thread. A device-to-host copy followed by a stream or event
-    sync, and that sync, are one read-back (what ``.item()`` and ``.cpu()`` issue): of a scalar at <= 8 bytes
-    (``scalar_read``), else of a tensor (``to_host``), and of a count when the next launch is a compaction
-    kernel (:data:`_DATA_DEP_KERNEL`: ``data_dependent``). An asynchronous device-to-host copy with no sync
-    after it that still blocked went to pageable memory (``pageable_copy``). Other copies are not listed."""
-    tl = ctx.tl
-    api, c = tl.api, tl.copies
-    if len(api) == 0 or len(c) == 0:
-        return {}
-    d2h = np.isin(c.direction, (COPY_DTOH, 12)) & (c.correlation >= 0)
-    if not d2h.any():
-        return {}
-    by_corr = dict(zip(c.correlation[d2h].tolist(), c.bytes[d2h].tolist(), strict=True))
-    cat = api.category
-    m = np.isin(cat, _WORK) & (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
-    rows = np.flatnonzero(m)
-    rows = rows[np.lexsort((api.start_ns[rows], api.thread[rows]))]
-    copy_cats = (int(ApiCategory.COPY_SYNC), int(ApiCategory.COPY_ASYNC))
-    groups: list[tuple[list[int], int, int]] = []  # (rows of one read-back, bytes, the next launch row or -1)
-    open_group: list[int] = []
-    open_bytes = 0
-    prev_thread = -1
-
-    def close(next_launch: int) -> None:
-        nonlocal open_group
-        if open_group:
-            groups.append((open_group, open_bytes, next_launch))
-            open_group = []
-
-    for r in rows.tolist():
-        t = int(api.thread[r])
-        if t != prev_thread:
-            close(-1)
-            prev_thread = t
-        k = int(cat[r])
-        if k in copy_cats:
-            close(-1)
-            nbytes = by_corr.get(int(api.correlation[r]))
-            if nbytes is not None:
-                open_group, open_bytes = [r], int(nbytes)
-        elif k == int(ApiCategory.SYNC):
-            if open_group:
-                open_group.append(r)
-        else:
-            close(r if k == int(ApiCategory.LAUNCH) else -1)
-    close(-1)
-    compaction: set[int] = set()
-    launches = {g[2] for g in groups if g[2] >= 0}
-    if launches and len(tl.kernels):
-        kt = tl.kernels
-        corrs = np.array([int(api.correlation[r]) for r in launches], np.int64)
-        dep_names = np.array([bool(_DATA_DEP_KERNEL.search(n)) for n in kt.names] or [False])
-        dep_corr = set(kt.correlation[np.isin(kt.correlation, corrs) & dep_names[kt.name_id]].tolist())
-        compaction = {r for r in launches if int(api.correlation[r]) in dep_corr}
-    out: dict[int, str] = {}
-    for g_rows, nbytes, nxt in groups:
-        if len(g_rows) == 1:  # a copy with no sync after it
-            if cat[g_rows[0]] == int(ApiCategory.COPY_ASYNC):
-                out[g_rows[0]] = "pageable_copy"  # listed only if it blocked (the caller's rows)
-            continue
-        kind = "data_dependent" if nxt in compaction else "scalar_read" if nbytes <= 8 else "to_host"
-        for r in g_rows:
-            out[r] = kind
-    return out
-
-
-_WORK = (
-    int(ApiCategory.LAUNCH),
-    int(ApiCategory.MEMSET),
-    int(ApiCategory.COPY_SYNC),
-    int(ApiCategory.COPY_ASYNC),
-    int(ApiCategory.SYNC),
-)
-
-
-def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
-    """What blocks the host in the steady state, as :data:`_SYNC_KINDS` keys with their counts, most first.
-
-    A PyTorch trace names the operator that made each blocking call (``aten::_local_scalar_dense`` for
-    ``.item()``); otherwise the call and the copies around it say it: a copy to the host that blocks (a
-    synchronous copy, or an asynchronous one that returned only after its copy: pageable memory), or a stream
-    sync right after such a copy, is a read-back (:func:`_readback_calls`: a scalar, a tensor, a count before a
-    compaction, a copy to pageable memory). Names choose the words of the fix only; the verdict comes from the
-    gaps."""
-    tl = ctx.tl
-    api = tl.api
-    if len(api) == 0:
-        return []
-    cat = api.category
-    m = (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
-    blocking = np.isin(cat, (int(ApiCategory.SYNC), int(ApiCategory.COPY_SYNC)))
-    bs, be, _ = ctx.blocking_calls
-    async_copy = m & (cat == int(ApiCategory.COPY_ASYNC))
-    if async_copy.any() and len(bs):
-        # asynchronous copies that returned only after their copy ended block like a synchronous one
-        pairs = set(zip(bs.tolist(), be.tolist(), strict=True))
-        for r in np.flatnonzero(async_copy).tolist():
-            if (int(api.start_ns[r]), int(api.end_ns[r])) in pairs:
-                blocking[r] = True
-    rows = np.flatnonzero(m & blocking)
-    if len(rows) == 0:
-        return []
-    ops = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
-    readback = _readback_calls(ctx) if ops is None else {}
-    # small device-to-host copies in the steady state: scalars read back
-    c = tl.copies
-    small_d2h = 0
-    if len(c):
-        cm = (
-            (c.start_ns >= ctx.steady_lo)
-            & (c.start_ns < ctx.steady_hi)
-            & np.isin(c.direction, (COPY_DTOH, 12))
-        )
-        small_d2h = int(np.count_nonzero(cm & (c.bytes <= 8)))
-    counts: dict[str, int] = {}
-    for r in rows.tolist():
-        name = api_base_name(api.names[int(api.name_id[r])])
-        op = ops.name_at(int(api.start_ns[r]), int(api.thread[r])) if ops is not None else None
-        if op and _ITEM_OP.search(op):
-            kind = "item"
-        elif op and _TO_HOST_OP.search(op):
-            kind = "to_host"
-        elif op and _DATA_DEP_OP.search(op):
-            kind = "data_dependent"
-        elif name in ("cudaDeviceSynchronize", "cuCtxSynchronize"):
-            kind = "device_sync"
-        elif name in ("cudaEventSynchronize", "cuEventSynchronize"):
-            kind = "event_sync"
-        elif r in readback:
-            kind = readback[r]
-        elif cat[r] != ApiCategory.SYNC:
-            kind = "blocking_copy"
-        elif ops is None and small_d2h * 2 >= len(rows):
-            kind = "scalar_read"
-        else:
-            kind = "stream_sync"
-        counts[kind] = counts.get(kind, 0) + 1
-    return sorted(counts.items(), key=lambda kv: -kv[1])
-
-
-def _sync_fix(ctx: _Context) -> tuple[str, str]:
-    """(the fix for what blocks most, what blocks in words with counts)."""
-    kinds = _sync_kinds(ctx)
-    native = _language(ctx.tl) == NATIVE
-    if not kinds:
-        fix = _SYNC_KINDS["stream_sync"][2 if native else 1]
-        return fix[0].upper() + fix[1:] + ".", "a blocking call"
-    top = kinds[0][0]
-    total = sum(n for _, n in kinds)
-    what = "; ".join(
-        f"{_SYNC_KINDS[k][0]} {_times(n)}" for k, n in kinds[:2] if n >= th.MIN_FINDING_SHARE * total
-    )
-    fix = _SYNC_KINDS[top][2 if native else 1]
-    return fix[0].upper() + fix[1:] + ".", what
 
 
 def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None:
@@ -287,26 +40,6 @@ def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None
     if kinds and kinds[0][0] != "pageable_copy":
         return _SYNC_KINDS[kinds[0][0]][0]
     return _pageable_readback(ctx) or (_SYNC_KINDS[kinds[0][0]][0] if kinds else "a blocking call")
-
-
-def _pageable_readback(ctx: _Context) -> str | None:
-    """The words for copies to pageable host memory in the steady state, which block the host however they are
-    called (an asynchronous copy to pageable memory returns only after it ends, so after the queue ahead of it);
-    None when there are none."""
-    c = ctx.tl.copies
-    if not len(c):
-        return None
-    m = (c.start_ns >= ctx.steady_lo) & (c.start_ns < ctx.steady_hi) & np.isin(c.direction, (COPY_DTOH, 12))
-    m &= c.host_kind() == 0  # pageable
-    n = int(np.count_nonzero(m))
-    if n == 0:
-        return None
-    size = int(np.median(c.bytes[m]))
-    return (
-        f"a copy to pageable host memory ({n:,} device-to-host copies of {size:,} bytes each in the steady state: "
-        "from pageable memory even cudaMemcpyAsync, a non_blocking .cpu() or .to('cpu') returns only after the "
-        "copy, which waits for all the work queued ahead of it)"
-    )
 
 
 def _after_sync_words(ctx: _Context, blocks: str, otherwise: str) -> tuple[str, str]:
