@@ -614,8 +614,10 @@ workloads, data/samples/workloads/timeline): host_launch_bound 3.01 / 3.07 / 4.9
 (eager) 0.98 / 1.20 / 1.29 ms 15.1%, sync_bound 3.06 / 3.15 / 3.44 ms 14.5% (GPU time per step from the
 samples' captures). tests/diagnose/test_compare_noise.py recomputes the pooled value. A fully host-bound
 pair (93% host-paced on both sides) gets 3 x sqrt(2) x 0.93 x 0.17 = +-67%, what the widest null spread
-below (1.65x) needs; a loop at 62% GPU-busy gets about +-20%, which its measured processes (1.10-1.13x
-max/min) respect. GPU-limited steps keep the TIMELINE_MIN_NOISE floor."""
+below (1.65x) needs; blind9's P1 (38% host-paced before, 3% after) gets +-19.6%, and a null pair of such a
+loop (38% on both sides) +-27%, wider than its measured processes' max/min (1.10-1.13x). GPU-limited steps
+keep the TIMELINE_MIN_NOISE floor. This is the typical spread, not the worst: a host-limited pair whose change
+lies within HOST_PACED_WORST_SPREAD gets a caveat and the number of captures per side that would settle it."""
 
 HOST_PACED_WORST_SPREAD = 0.72
 """The widest spread of a host-paced step part measured between processes of one program on the H200: the
