@@ -348,7 +348,11 @@ def _timeline_files() -> list[tuple[str, Path | None, str]]:
         if not folder.is_dir():
             out.append((folder.name, None, f"no timelines at {folder}"))
             continue
-        out += [(f"{folder.name}/{p.name}", p, "") for p in sorted(folder.iterdir()) if p.name.endswith(_TRACE_SUFFIXES)]
+        out += [
+            (f"{folder.name}/{p.name}", p, "")
+            for p in sorted(folder.iterdir())
+            if p.name.endswith(_TRACE_SUFFIXES)
+        ]
     return out
 
 
@@ -439,27 +443,38 @@ def _texts(d: Diagnosis) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in TIMELINES], ids=[i for i, _, _ in TIMELINES])
+@pytest.mark.parametrize(
+    ("path", "reason"), [(p, r) for _, p, r in TIMELINES], ids=[i for i, _, _ in TIMELINES]
+)
 def test_the_capture_quoted_is_the_span_of_all_events(path: Path | None, reason: str) -> None:
-    """"the X capture" is the first to last event of any kind (rubric review: 148 ms quoted for a 567 ms capture,
+    """ "the X capture" is the first to last event of any kind (rubric review: 148 ms quoted for a 567 ms capture,
     6.57 s for 11.57 s), computed here from the file without kprof."""
     _, ds = _timeline(path, reason)
     assert path is not None
     span = _kineto_span(path) if ".json" in path.name else _sqlite_span(path)
-    quotes = [(float(v.replace(",", "")) * _UNIT_NS[u]) for d in ds for t in _texts(d) for v, u in _CAPTURE_QUOTE.findall(t)]
+    quotes = [
+        (float(v.replace(",", "")) * _UNIT_NS[u])
+        for d in ds
+        for t in _texts(d)
+        for v, u in _CAPTURE_QUOTE.findall(t)
+    ]
     if span is None:
         assert not quotes
         return
     wall = span[1] - span[0]
     for q in quotes:  # 3 significant digits
-        assert abs(q - wall) <= 0.006 * wall, f"{path.name}: quoted a {q / 1e6:.4g} ms capture of {wall / 1e6:.4g} ms"
+        assert abs(q - wall) <= 0.006 * wall, (
+            f"{path.name}: quoted a {q / 1e6:.4g} ms capture of {wall / 1e6:.4g} ms"
+        )
 
 
 _BUSY_WORDS = re.compile(r"rarely idle|never drains|rarely drains")
 _TORCH_WORDS = re.compile(r"torch|TORCHINDUCTOR|Triton|DataLoader|py-spy|non_blocking")
 
 
-@pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in TIMELINES], ids=[i for i, _, _ in TIMELINES])
+@pytest.mark.parametrize(
+    ("path", "reason"), [(p, r) for _, p, r in TIMELINES], ids=[i for i, _, _ in TIMELINES]
+)
 def test_timeline_text_agrees_with_its_numbers(path: Path | None, reason: str) -> None:
     """No expectation predicts its current value; "rarely idle" only at >= 80% GPU-busy; a launch-bound target
     keeps the kernels' own time plus the GPU's gap between them (never a gapless GPU); times print in one unit

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kprof import thresholds as th
-from kprof.comparison_model import Comparison, ExpectationCheck
+from kprof.comparison_model import Comparison, ComparisonVerdict, ExpectationCheck
 from kprof.diagnose.compare.matching import (
     Diagnoser,
     _check_devices,
@@ -155,12 +155,13 @@ def _repeat_advice(
     if change >= math.log(worst):
         return
     names = " and ".join(n for n, m in (("before", mb), ("after", ma)) if _host_limited(m))
-    notes.append(
-        f"one capture per side, and the {names} steady state is host-limited: processes of one host-limited "
-        f"program have differed by up to {_fmt(worst)}x at this host-paced share ({_pct(share)}; the widest "
-        "measured, HOST_PACED_WORST_SPREAD), more than this change, so the verdict rests on the typical "
-        "process-to-process spread, not the worst"
-    )
+    if _verdict(t.speedup, t.thr) is not ComparisonVerdict.UNCHANGED:
+        notes.append(
+            f"one capture per side, and the {names} steady state is host-limited: processes of one host-limited "
+            f"program have differed by up to {_fmt(worst)}x at this host-paced share ({_pct(share)}; the widest "
+            "measured, HOST_PACED_WORST_SPREAD), more than this change, so the verdict rests on the typical "
+            "process-to-process spread, not the worst"
+        )
     z = th.TIMELINE_NOISE_Z
     room = (change / z) ** 2 - t.step_noise.capture_sd**2
     proc_var = t.step_noise.process_sd**2
