@@ -114,57 +114,52 @@ def _readback_calls(ctx: _Context) -> dict[int, str]:
     d2h = np.isin(c.direction, (COPY_DTOH, 12)) & (c.correlation >= 0)
     if not d2h.any():
         return {}
-    by_corr = dict(zip(c.correlation[d2h].tolist(), c.bytes[d2h].tolist(), strict=True))
+    co = np.argsort(c.correlation[d2h], kind="stable")
+    c_corr, c_bytes = c.correlation[d2h][co], c.bytes[d2h][co]
     cat = api.category
     m = np.isin(cat, _WORK) & (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
     rows = np.flatnonzero(m)
     rows = rows[np.lexsort((api.start_ns[rows], api.thread[rows]))]
-    copy_cats = (int(ApiCategory.COPY_SYNC), int(ApiCategory.COPY_ASYNC))
-    groups: list[tuple[list[int], int, int]] = []  # (rows of one read-back, bytes, the next launch row or -1)
-    open_group: list[int] = []
-    open_bytes = 0
-    prev_thread = -1
-
-    def close(next_launch: int) -> None:
-        nonlocal open_group
-        if open_group:
-            groups.append((open_group, open_bytes, next_launch))
-            open_group = []
-
-    for r in rows.tolist():
-        t = int(api.thread[r])
-        if t != prev_thread:
-            close(-1)
-            prev_thread = t
-        k = int(cat[r])
-        if k in copy_cats:
-            close(-1)
-            nbytes = by_corr.get(int(api.correlation[r]))
-            if nbytes is not None:
-                open_group, open_bytes = [r], int(nbytes)
-        elif k == int(ApiCategory.SYNC):
-            if open_group:
-                open_group.append(r)
-        else:
-            close(r if k == int(ApiCategory.LAUNCH) else -1)
-    close(-1)
-    compaction: set[int] = set()
-    launches = {g[2] for g in groups if g[2] >= 0}
-    if launches and len(tl.kernels):
+    n = len(rows)
+    if n == 0:
+        return {}
+    k, thread, corr = cat[rows], api.thread[rows], api.correlation[rows]
+    j = np.minimum(np.searchsorted(c_corr, corr), len(c_corr) - 1)
+    is_copy = np.isin(k, (int(ApiCategory.COPY_SYNC), int(ApiCategory.COPY_ASYNC))) & (c_corr[j] == corr)
+    nbytes = np.where(is_copy, c_bytes[j], 0)
+    is_sync = k == int(ApiCategory.SYNC)
+    idx = np.arange(n)
+    # each sync's last work call before it that is not a sync: a device-to-host copy on its thread makes one read-back
+    owner = np.maximum.accumulate(np.where(~is_sync, idx, -1))
+    ok = is_sync & (owner >= 0)
+    ok[ok] = is_copy[owner[ok]] & (thread[owner[ok]] == thread[ok])
+    synced = np.zeros(n, bool)
+    synced[owner[ok]] = True
+    # the first work call after each copy that is not a sync: a launch of a compaction kernel marks a count
+    first_ns = np.minimum.accumulate(np.where(~is_sync, idx, n)[::-1])[::-1]
+    nxt = np.append(first_ns[1:], n)
+    nxt_c = np.minimum(nxt, n - 1)
+    launch_after = synced & (nxt < n) & (k[nxt_c] == int(ApiCategory.LAUNCH)) & (thread[nxt_c] == thread)
+    compaction = np.zeros(n, bool)
+    if launch_after.any() and len(tl.kernels):
         kt = tl.kernels
-        corrs = np.array([int(api.correlation[r]) for r in launches], np.int64)
-        dep_names = np.array([bool(_DATA_DEP_KERNEL.search(n)) for n in kt.names] or [False])
-        dep_corr = set(kt.correlation[np.isin(kt.correlation, corrs) & dep_names[kt.name_id]].tolist())
-        compaction = {r for r in launches if int(api.correlation[r]) in dep_corr}
+        ko = np.argsort(kt.correlation, kind="stable")
+        k_corr = kt.correlation[ko]
+        lc = corr[nxt_c[launch_after]]
+        kj = np.minimum(np.searchsorted(k_corr, lc), len(k_corr) - 1)
+        dep_names = np.array([bool(_DATA_DEP_KERNEL.search(x)) for x in kt.names] or [False])
+        dep = (k_corr[kj] == lc) & dep_names[kt.name_id[ko][kj]]
+        compaction[np.flatnonzero(launch_after)[dep]] = True
+    kind = np.where(compaction, 2, np.where(nbytes <= 8, 0, 1))  # scalar_read, to_host, data_dependent
+    names = ("scalar_read", "to_host", "data_dependent")
     out: dict[int, str] = {}
-    for g_rows, nbytes, nxt in groups:
-        if len(g_rows) == 1:  # a copy with no sync after it
-            if cat[g_rows[0]] == int(ApiCategory.COPY_ASYNC):
-                out[g_rows[0]] = "pageable_copy"  # listed only if it blocked (the caller's rows)
-            continue
-        kind = "data_dependent" if nxt in compaction else "scalar_read" if nbytes <= 8 else "to_host"
-        for r in g_rows:
-            out[r] = kind
+    for i in np.flatnonzero(synced).tolist():
+        out[int(rows[i])] = names[int(kind[i])]
+    for i in np.flatnonzero(ok).tolist():
+        out[int(rows[i])] = names[int(kind[owner[i]])]
+    # an asynchronous copy with no sync after it: listed only if it blocked (the caller's rows), pageable memory
+    for i in np.flatnonzero(is_copy & ~synced & (k == int(ApiCategory.COPY_ASYNC))).tolist():
+        out[int(rows[i])] = "pageable_copy"
     return out
 
 
@@ -196,11 +191,11 @@ def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
     bs, be, _ = ctx.blocking_calls
     async_copy = m & (cat == int(ApiCategory.COPY_ASYNC))
     if async_copy.any() and len(bs):
-        # asynchronous copies that returned only after their copy ended block like a synchronous one
-        pairs = set(zip(bs.tolist(), be.tolist(), strict=True))
-        for r in np.flatnonzero(async_copy).tolist():
-            if (int(api.start_ns[r]), int(api.end_ns[r])) in pairs:
-                blocking[r] = True
+        # asynchronous copies that returned only after their copy ended block like a synchronous one (they are
+        # among the blocking calls, sorted by start: the same start and end)
+        ac = np.flatnonzero(async_copy)
+        i = np.minimum(np.searchsorted(bs, api.start_ns[ac]), len(bs) - 1)
+        blocking[ac] |= (bs[i] == api.start_ns[ac]) & (be[i] == api.end_ns[ac])
     rows = np.flatnonzero(m & blocking)
     if len(rows) == 0:
         return []
