@@ -164,6 +164,18 @@ def test_sync_per_kernel_pair_with_a_host_that_runs_ahead_is_sync_bound() -> Non
     assert "explicit device synchronize" in d.mechanism
 
 
+def test_a_compiled_program_s_blocking_calls_are_named_as_cuda_calls() -> None:
+    """The same loop from a CUDA C++ program: the words name cudaDeviceSynchronize, never torch.cuda.synchronize()."""
+    import dataclasses
+
+    tl = _pair_sync_loop(8).build()
+    tl = dataclasses.replace(tl, command="./pairs --steps 60")
+    d = diagnose_timeline(tl)[0]
+    assert d.bottleneck is B.SYNC_BOUND
+    assert "blocks in cudaDeviceSynchronize" in d.mechanism and "torch" not in d.mechanism
+    assert d.fix.startswith("Remove cudaDeviceSynchronize from the loop") and "torch" not in d.fix
+
+
 def test_syncs_in_a_loop_whose_host_is_slower_than_the_gpu_are_launch_bound() -> None:
     """Must not fire: 40 us of dispatch per 16 us kernel; without the syncs the GPU would still wait for the host, so
     the gaps after the syncs are mostly the host's (the rule that holds when the host does not run ahead)."""
