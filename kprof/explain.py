@@ -176,14 +176,33 @@ _ENTRIES: dict[str, _Entry] = {
         "The host blocks on the GPU repeatedly (.item(), cudaStreamSynchronize, a device-to-host copy in the "
         "loop), so the queue drains and the GPU idles until the host issues work again.",
         "The GPU went idle while the host was blocked in a synchronizing call (matched within "
-        "CLOCK_ALIGNMENT_SLACK_NS of the GPU work it waited for), and those gaps explain the most idle time of "
-        "a steady state below GPU_BOUND_BUSY_FRACTION busy. A blocking copy whose own transfer takes less than "
-        "BLOCKING_COPY_SHARE of the call counts as a sync.",
-        "Remove the synchronization from the loop: keep values on the GPU, check them every N steps, or copy "
-        "them asynchronously to pinned memory and read them one step later.",
-        ("CLOCK_ALIGNMENT_SLACK_NS", "BLOCKING_COPY_SHARE", "GPU_BOUND_BUSY_FRACTION", "MIN_FINDING_SHARE"),
+        "CLOCK_ALIGNMENT_SLACK_NS of the GPU work it waited for): a sync, a blocking or pageable copy to the "
+        "host (.item(), .cpu(), nonzero's count). When the host issues work faster than the GPU runs it between "
+        "those calls (its mean interval between launches, where no blocking call starts in between, times "
+        "the launches, is below the steady state's GPU-busy time; at least MIN_LAUNCHES_FOR_LAUNCH_BOUND "
+        "launches), each such gap is the call's whole: the wait's end, its return and the re-dispatch after it; "
+        "otherwise only when the host had been blocked at least half as long as the gap lasts. Those gaps "
+        "decide when they are the largest idle cause of a steady state below GPU_BOUND_BUSY_FRACTION busy and "
+        "removing them would leave it at least GPU_BOUND_BUSY_FRACTION busy (the syncs serialize host and GPU, "
+        "however large the kernels' share), or when the kernels hold less than DOMINANT_SHARE of the wall or "
+        "less than GPU_SHARE_OVER_CAUSE times that idle. A blocking copy whose own transfer takes at least "
+        "BLOCKING_COPY_SHARE of the call is a transfer, not a sync. The call is named from the capture (an "
+        "explicit synchronize, a scalar or tensor read back, a count read back before a compaction kernel), "
+        "and the fix with it.",
+        "Remove the synchronization from the loop: drop an explicit synchronize, keep values on the GPU (check "
+        "them every N steps, torch.where instead of Python control flow or boolean-mask indexing), or copy them "
+        "asynchronously to a pinned buffer and wait on an event one step later.",
+        (
+            "CLOCK_ALIGNMENT_SLACK_NS",
+            "BLOCKING_COPY_SHARE",
+            "GPU_BOUND_BUSY_FRACTION",
+            "MIN_LAUNCHES_FOR_LAUNCH_BOUND",
+            "DOMINANT_SHARE",
+            "GPU_SHARE_OVER_CAUSE",
+            "MIN_FINDING_SHARE",
+        ),
         _TIMELINE + "sync.py",
-        (_CLASSIFY, _CONTEXT),
+        (_CLASSIFY, _CONTEXT, _TIMELINE + "gaps.py"),
     ),
     "transfer_bound": _Entry(
         "timeline",
@@ -209,7 +228,9 @@ _ENTRIES: dict[str, _Entry] = {
         "The time is in GPU work: the kernels themselves set the speed.",
         "The union of kernel, copy, memset and graph intervals on the busiest GPU covers at least "
         "GPU_BOUND_BUSY_FRACTION of the steady state's wall time, or the kernels hold more than DOMINANT_SHARE "
-        "of it and GPU_SHARE_OVER_CAUSE times the largest idle cause (shares decide). The diagnosis names the "
+        "of it and GPU_SHARE_OVER_CAUSE times the largest idle cause (shares decide), unless that cause is idle "
+        "behind blocking calls whose removal would leave the steady state GPU_BOUND_BUSY_FRACTION busy "
+        "(sync_bound). The diagnosis names the "
         "TOP_KERNELS kernels by their share of GPU time, each with the exact ncu command that profiles it. Below "
         "GPU_BOUND_BUSY_FRACTION, an idle cause that holds at least GPU_BOUND_RECOVERABLE_SHARE of the wall makes "
         "it a fix: that cause's own fix, with the time it recovers as the bound.",

@@ -624,9 +624,10 @@ single launches (sqrt(2) x 0.30% = 0.42%). ncu's default ``--clock-control base`
 only narrows the spread, so 2% stays conservative there."""
 
 TIMELINE_NOISE_Z = 3.0
-"""Within a capture, per-step durations give each median step time a standard error; two medians differ
-beyond that noise when their ratio is more than 3 combined standard errors from 1 (99.7% two-sided for
-a normal spread: with one comparison per fix, a false "improved" should be rare)."""
+"""A timeline speedup is beyond its noise when it lies more than 3 standard errors from 1 (99.7% two-sided
+for a normal spread: with one comparison per fix, a false "improved" should be rare). The standard error
+combines, in quadrature, each capture's own uncertainty of its median step (a bootstrap over its steady-state
+steps) and the process-to-process term of each side (HOST_PACED_PROCESS_SD)."""
 
 TIMELINE_MIN_NOISE = NCU_DURATION_NOISE
 """Floor of a timeline comparison whose steps are GPU-limited: a step cannot repeat across processes
@@ -635,14 +636,35 @@ data/samples/workloads/timeline): the median GPU step time of gpu_bound varied b
 pair_graph --graph by 0.04% between processes, so 2% is conservative. Also the fallback for a
 GPU-limited capture-vs-capture comparison (no steps, hence no dispersion of its own)."""
 
-TIMELINE_HOST_BOUND_NOISE = 0.70
-"""Floor when either capture's steady state is host-limited (GPU busy < GPU_BOUND_BUSY_FRACTION): a
-host-bound loop's speed varies between processes far more than within one capture. Measured on the H200
-(3 processes each under nsys, same flags as the samples): median step time of host_launch_bound
-3.01 / 3.07 / 4.98 ms (max/min 1.65, while each capture's own standard error of the median was
-0.6-1.9%), pair_graph (eager) 0.98 / 1.20 / 1.29 ms (1.31), sync_bound 3.06 / 3.15 / 3.44 ms (1.13).
-A single pair of host-bound captures therefore shows a change only beyond 1.7x (1.65 rounded up);
-below that, capture each side several times."""
+HOST_PACED_PROCESS_SD = 0.17
+"""Process-to-process standard deviation of the host-paced part of a step (the time the GPU idles waiting
+on the host: dispatch, a sync's return and the relaunch after it, Python), relative to that part. A step's
+GPU work repeats across processes like its kernels (TIMELINE_MIN_NOISE); its host-paced part moves with
+the host's speed in each process (CPU clock and core, caches, allocator addresses, a profiler's own
+threads). So one capture's median step carries, besides its own standard error, a process term of
+``host-paced share x 0.17``, and a comparison of two single captures adds both sides' terms in quadrature
+(kprof/diagnose/compare/verdicts.py). Measured on the H200: the standard deviation of ln(median step) over
+fresh processes, divided by the step's host-paced share (1 - GPU time per step / median step), pooled over
+8 program runs (24 degrees of freedom) = 16.3%, rounded up:
+blind9 plain timings (data/validation/blind9/plain_timings.txt, no profiler, 5 or 3 processes each, two
+machines): p1_sync_pairs_before 11.4% / 13.4%, p4_d2h_pageable_after 14.4% / 8.1%, s1_item_branch 24.6%
+(their GPU time per step from the blind9 captures); three processes each under nsys (the samples'
+workloads, data/samples/workloads/timeline): host_launch_bound 3.01 / 3.07 / 4.98 ms 31.4%, pair_graph
+(eager) 0.98 / 1.20 / 1.29 ms 15.1%, sync_bound 3.06 / 3.15 / 3.44 ms 14.5% (GPU time per step from the
+samples' captures). tests/diagnose/test_compare_noise.py recomputes the pooled value. A fully host-bound
+pair (93% host-paced on both sides) gets 3 x sqrt(2) x 0.93 x 0.17 = +-67%, what the widest null spread
+below (1.65x) needs; blind9's P1 (38% host-paced before, 3% after) gets +-19.6%, and a null pair of such a
+loop (38% on both sides) +-27%, wider than its measured processes' max/min (1.10-1.13x). GPU-limited steps
+keep the TIMELINE_MIN_NOISE floor. This is the typical spread, not the worst: a host-limited pair whose change
+lies within HOST_PACED_WORST_SPREAD gets a caveat and the number of captures per side that would settle it."""
+
+HOST_PACED_WORST_SPREAD = 0.72
+"""The widest spread of a host-paced step part measured between processes of one program on the H200: the
+host_launch_bound sample's workload under nsys, 3.01 / 3.07 / 4.98 ms median step with 0.28 ms of GPU work
+per step, so its host-paced part moved 2.73 -> 4.70 ms (1.72x) between two of three processes. A comparison
+of host-limited captures whose change lies within ``1 + host-paced share x 0.72`` of 1 (the larger share of
+the two sides) could be one such process: it carries a caveat and the repeat-the-captures next step, whatever
+its verdict (kprof/diagnose/compare/timelines.py)."""
 
 EXPECTATION_MIN_PROGRESS = DOMINANT_SHARE
 """An expectation with a target is met when the metric moved the predicted way by more than the noise

@@ -143,7 +143,10 @@ def test_display_names_are_never_absolute(tmp_path, monkeypatch):
     here = str(tmp_path / "mine" / "a.sqlite")
     names = report.display_names([here, "/srv/x/runs/b.ncu-rep", "/opt/y/runs/b.ncu-rep", "/opt/y/c.ncu-rep"])
     assert names[here] == "mine/a.sqlite"  # as typed from the current directory
-    assert names["/srv/x/runs/b.ncu-rep"] == "x/runs/b.ncu-rep" and names["/opt/y/runs/b.ncu-rep"] == "y/runs/b.ncu-rep"
+    assert (
+        names["/srv/x/runs/b.ncu-rep"] == "x/runs/b.ncu-rep"
+        and names["/opt/y/runs/b.ncu-rep"] == "y/runs/b.ncu-rep"
+    )
     assert names["/opt/y/c.ncu-rep"] == "opt/y/c.ncu-rep"  # as many folders as keep all the names apart
     assert not any(os.path.isabs(n) or n.startswith("..") for n in names.values())
     assert report.display_names(["/srv/a/x.sqlite", "/srv/a/b/y.sqlite"]) == {
@@ -342,7 +345,10 @@ def _header_rows(h: str) -> list[list[str]]:
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>") :], re.S)
     return [
-        [" ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+        [
+            " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split())
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)
+        ]
         for r in rows
     ]
 

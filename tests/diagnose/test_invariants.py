@@ -343,6 +343,7 @@ TIMELINE_FOLDERS = (
     REPO / "data" / "samples" / "timeline",
     VALIDATION / "timeline" / "profiles",
     VALIDATION / "heldout",
+    VALIDATION / "blind9",
     CORPUS / "pipit",
     CORPUS / "HolisticTraceAnalysis",
     CORPUS / "kineto",

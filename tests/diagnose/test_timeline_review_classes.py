@@ -476,7 +476,9 @@ def test_host_code_after_a_sync_drained_the_queue_gets_queue_ahead_advice() -> N
     assert "These gaps begin while the host is blocked in a scalar read back" in d.mechanism
     assert d.fix.startswith("Queue GPU work before the host code")
     # the capture cannot tell whether that code prepares the next input: the moving-off fix follows, conditioned
-    assert d.fix.index("If this code prepares the next step's input instead") > d.fix.index("torch.cuda.Event")
+    assert d.fix.index("If this code prepares the next step's input instead") > d.fix.index(
+        "torch.cuda.Event"
+    )
     assert "non_blocking=True" in d.fix and "torch.cuda.Event" in d.fix
     synth = diagnose_timeline(_host_work_loop(sync_first=True))[0]
     assert synth.bottleneck is Bottleneck.HOST_COMPUTE_BOUND, synth.headline

@@ -191,8 +191,14 @@ _SHELL_CALLS = {
 }
 _PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
 ALLOWED = {
-    ("kprof/io/ncu_reader.py", "pickle.load"): "reads the result its own reader process wrote, never a user file",
-    ("kprof/io/ncu_cache.py", "pickle.load"): "reads an entry of the read-report cache only when this user owns it and its folder and nobody else can write either",
+    (
+        "kprof/io/ncu_reader.py",
+        "pickle.load",
+    ): "reads the result its own reader process wrote, never a user file",
+    (
+        "kprof/io/ncu_cache.py",
+        "pickle.load",
+    ): "reads an entry of the read-report cache only when this user owns it and its folder and nobody else can write either",
 }
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose.timeline.blocking import _sync_fix
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.covers import _host_compute_fix, _named_cover
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys
@@ -18,7 +19,6 @@ from kprof.diagnose.timeline.sync import (
     _after_sync_words,
     _drained_by_sync,
     _graph_blockers,
-    _sync_fix,
     _then,
 )
 from kprof.diagnose.timeline.words import PYTHON, PYTORCH, _language, _ms, _pct
