@@ -179,8 +179,8 @@ def damaged_launch(k: KernelLaunch) -> Diagnosis | None:
         "SMs, no time, a negative count or utilisation) any verdict would be an artifact of the damage. ncu "
         "writes no such value: the file was edited, converted or cut.",
         confidence=Confidence(value=0.9, would_raise="a report whose values are all possible"),
-        next_step="Export the report again from the .ncu-rep (`ncu --import REPORT.ncu-rep --csv --page raw > "
-        "kernels.csv`), or profile the kernel again (`ncu --set full`), and diagnose the new file.",
+        next_step="Export the report again from the .ncu-rep (`ncu --import <report>.ncu-rep --csv --page raw > "
+        "<report>.raw.csv`), or profile the kernel again (`ncu --set full`), and diagnose the new file.",
     )
 
 
