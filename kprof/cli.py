@@ -54,6 +54,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         _err("diagnose: give PATH ... or --ranks GLOB (see kprof diagnose --help)")
         return EXIT_BAD_INPUT
     status = EXIT_OK
+    if any(os.path.isdir(p) for p in paths):  # a folder stands for the profiles in it, as in kprof report
+        from kprof.report.inputs import expand_dirs
+
+        expanded: list[str] = []
+        for p in paths:
+            try:
+                expanded += expand_dirs([p])
+            except KprofError as exc:  # a folder that holds no profile: one line, the others still run
+                _err(str(exc))
+                status = EXIT_BAD_INPUT
+        paths = expanded
     captures: list[Any] = []  # timeline captures and jobs, in the order given (each its verdict first)
     launches: list[Any] = []  # kernel launches of every report, ordered across reports below
 
@@ -211,7 +222,14 @@ def _add_diagnose(sub: Any) -> None:
         "the kernel launches of all reports: those with a fix first, then inconclusive, then healthy "
         "(within a report, the launch whose fix wins the most time first).",
     )
-    d.add_argument("paths", nargs="*", metavar="PATH")
+    d.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="profiles, or folders: every profile in a folder (any depth; one file per capture: the .sqlite "
+        "export before the .nsys-rep and the PyTorch trace, the .ncu-rep before its CSV exports), as kprof "
+        "report reads them",
+    )
     d.add_argument("--json", action="store_true", help='print {"diagnoses": [...]} as JSON')
     j = d.add_argument_group(
         "jobs (many ranks)",

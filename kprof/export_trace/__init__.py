@@ -250,7 +250,8 @@ def trace_link(
     """The capture's annotated trace as a download link for the HTML report (embedded up to ``max_bytes``)."""
     src = tl.source or "capture"
     filename = default_output(src)
-    command = f"kprof export-trace {shlex.quote(src)} -o {shlex.quote(filename)}"
+    beside = os.path.join(os.path.dirname(src), filename)  # a printed command writes beside the capture
+    command = f"kprof export-trace {shlex.quote(src)} -o {shlex.quote(beside)}"
     info, data = trace_bytes(tl, diagnoses)
     return TraceLink(
         filename=filename, data=data if len(data) <= max_bytes else None, command=command, info=info
@@ -261,9 +262,11 @@ def cli(args: argparse.Namespace) -> int:
     """``kprof export-trace CAPTURE [-o OUT.json.gz]``."""
     import sys
 
+    from kprof.model import _fmt
+
     out, info = export_trace(args.capture, args.output)
-    idle = ", ".join(
-        f"{c} {v / 1e6:.3g} ms" for c, v in sorted(info.idle_by_cause.items(), key=lambda kv: -kv[1])
+    idle = ", ".join(  # in the unit each size calls for (28.3 µs, 1.2 ms), as the diagnoses write times
+        f"{c} {_fmt(float(v), 'ns')}" for c, v in sorted(info.idle_by_cause.items(), key=lambda kv: -kv[1])
     )
     print(
         f"wrote {out}: {info.gaps:,} idle gaps"

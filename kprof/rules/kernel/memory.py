@@ -191,7 +191,9 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         if data_dependent or (in_l1 and mem_util < f.u_max - th.UNIT_TIE_MARGIN)
         else c.waste * fixable * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
     )
-    spr_r, idl_r, waste_pct = round(c.spr, 2), round(c.ideal, 2), round(100 * c.waste, 1)
+    # the ideal at the precision the expectation's target and the lines' own ideals have (4, not 4.01: a
+    # hundredth of a sector is the counters' disagreement, not an access pattern)
+    spr_r, idl_r, waste_pct = round(c.spr, 2), round(c.ideal, 1), round(100 * c.waste, 1)
     per_request = f"derived:global_{c.op}_sectors_per_request"
     ev = [
         Evidence(
@@ -336,16 +338,16 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
     # the scattered sectors cross L1, L2 and DRAM alike: the waste is paid in the busiest memory level
     mem_unit, mem_util = f.mem_max()
     savings = waste * scale_to_limiter(f, mem_util, GLOBAL_STALLS)
-    wpr_r = round(wpr, 2)
+    wpr_r, idl_r = round(wpr, 2), round(ideal, 1)  # the ideal as the expectation's target quotes it
     ev = [
         Evidence(
             name="L1 wavefronts per LSU request",
             value=wpr_r,
             unit="wavefronts/request",
-            reference=f"ideal {ideal:g} = {width:.3g} B x {th.WARP_SIZE} lanes / 128 B per wavefront ("
+            reference=f"ideal {idl_r:g} = {width:.3g} B x {th.WARP_SIZE} lanes / 128 B per wavefront ("
             + ("executed" if f.sass.weighted else "widest listed")
             + " load width); no shared-memory instructions in the SASS, so the wavefronts are global memory's",
-            reference_value=ideal,
+            reference_value=idl_r,
             metric="derived:l1_wavefronts_per_lsu_request",
         ),
         unit_used(f, mem_unit, "the waste is paid in the busiest memory level", mem_util),
@@ -353,7 +355,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
     wavefronts = Expectation(
         metric="derived:l1_wavefronts_per_lsu_request",
         direction=Direction.DOWN,
-        target=round(ideal, 1),
+        target=idl_r,
         unit="wavefronts/request",
         value_now=wpr_r,
         label="L1 wavefronts per LSU request",
@@ -363,7 +365,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
         savings=savings,
         headline=(
             f"Uncoalesced global access (estimated): {wpr_r:g} L1 wavefronts per memory request against an ideal "
-            f"{ideal:g}; {UNIT_WORDS[mem_unit]} is at {pc(mem_util)}% of its peak moving sectors nobody asked for."
+            f"{idl_r:g}; {UNIT_WORDS[mem_unit]} is at {pc(mem_util)}% of its peak moving sectors nobody asked for."
         ),
         evidence=ev,
         mechanism=(
