@@ -337,14 +337,20 @@ def _cards(h: str) -> list[str]:
     return [htmllib.unescape(m) for m in re.findall(r'<p class="kp-headline"[^>]*>(.*?)</p>', h, re.S)]
 
 
+def _cells(row: str) -> list[str]:
+    return [" ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
 def _header_rows(h: str) -> list[list[str]]:
+    """verdict, bottleneck, input, headline and the fix line of its group, per row of the header."""
     table = h[h.index('class="kp-overview') :]
     table = table[: table.index("</table>")]
-    rows = re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>") :], re.S)
-    return [
-        [" ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
-        for r in rows
-    ]
+    rows = []
+    for group in re.findall(r'<tbody class="kp-ov-group">(.*?)</tbody>', table, re.S):
+        fix = re.search(r'<tr class="kp-ov-fix">(.*?)</tr>', group, re.S)
+        line = _cells(fix[1])[-1].split(":", 1)[1].strip() if fix else ""
+        rows += [[*_cells(r), line] for r in re.findall(r'<tr class="kp-ov-row">(.*?)</tr>', group, re.S)]
+    return rows
 
 
 @pytest.mark.slow
@@ -355,11 +361,25 @@ def test_report_says_each_thing_once(built):
     cards = _cards(h)
     # every diagnosis of every input is a row of the header and a card exactly once
     assert sorted(" ".join(c.split()) for c in cards) == sorted(r[3] for r in rows)
-    assert all(len(r) == 5 for r in rows)  # verdict, bottleneck, input, headline, fix
+    assert all(len(r) == 5 for r in rows)  # verdict, bottleneck, input, headline, the group's fix line
     fixes = [r[4] for r in rows if r[0] == "fix"]
-    assert fixes and all(len(f) > 20 for f in fixes)  # the fix is in the table, no click needed
+    assert fixes and all(len(f) > 20 for f in fixes)  # the fix (its first sentence) is in the table
     # the comparisons name both diagnoses in one line each; their cards are in the inputs' sections
     assert 'class="kp-facts kp-cmp-lines"' in h and 'class="kp-cmp-side"' not in h
+
+
+@pytest.mark.slow
+def test_report_element_ids_are_unique_and_every_link_leads_somewhere(built):
+    """Issue 28: ``kp-diag-1`` three times and ``What-next`` three times sent links to the wrong place."""
+    from .test_report_first_screen import assert_ids_unique_and_links_lead_somewhere, ids_of
+
+    assert_ids_unique_and_links_lead_somewhere(built["html"])
+    head = built["html"][built["html"].index('class="kp-overview') :]
+    head = head[: head.index("</table>")]
+    rows = head.count('<tr class="kp-ov-row">')
+    linked = set(re.findall(r'href="#(kp-d-[0-9a-f]+)"', head))
+    assert rows and len(linked) == rows  # every row of the header links to its own diagnosis
+    assert linked <= set(ids_of(built["html"]).ids)
 
 
 @pytest.mark.slow
@@ -438,6 +458,27 @@ def test_browser_shows_headlines_and_plots(browser_view):
     assert p["images_visible"] >= 8  # whole/zoomed timelines, roofline, pairs, first picked kernel
     assert p["scripts"] == 1  # only the probe: the report itself runs no script
     assert p["evil_as_text"]  # the crafted kernel name reads as text
+
+
+FOLLOW = """
+  const hidden = [];
+  const links = [...document.querySelectorAll(".kp-overview a.kp-ov-link")];
+  for (const a of links) {
+    location.hash = a.getAttribute("href");
+    const t = document.getElementById(a.getAttribute("href").slice(1));
+    const r = t.getBoundingClientRect();  // a diagnosis inside a closed kernel picker opens with the link
+    if (t.closest("details:not([open])") !== null || r.top < -1 || r.top > window.innerHeight)
+      hidden.push(a.textContent.slice(0, 60));
+  }
+  kpProbe({links: links.length, hidden});
+"""
+
+
+@pytest.mark.slow
+def test_browser_follows_every_header_link_to_its_diagnosis(built, tmp_path):
+    exe = browser.chromium()
+    seen = browser.probe(exe, tmp_path, built["html"], FOLLOW, window="1280,1000")
+    assert seen["links"] >= 40 and seen["hidden"] == [], seen["hidden"]
 
 
 @pytest.mark.slow

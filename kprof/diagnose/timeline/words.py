@@ -59,7 +59,7 @@ def _app(tl: Timeline) -> str | None:
     if tl.program:
         return tl.program
     cmd = tl.command.strip()
-    if " " not in cmd:  # a process's name (a PyTorch trace, an nsys export before 2023), not a command line
+    if " " not in cmd and "/" not in cmd:  # a process's name ("python3": a PyTorch trace, an old nsys export)
         return None
     return cmd
 
