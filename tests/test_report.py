@@ -342,7 +342,7 @@ def _cells(row: str) -> list[str]:
 
 
 def _header_rows(h: str) -> list[list[str]]:
-    """verdict, bottleneck, input, headline and the fix line of its group, per row of the header."""
+    """verdict, "bottleneck input", headline and the fix line of its group, per row of the header."""
     table = h[h.index('class="kp-overview') :]
     table = table[: table.index("</table>")]
     rows = []
@@ -360,9 +360,9 @@ def test_report_says_each_thing_once(built):
     rows = _header_rows(h)
     cards = _cards(h)
     # every diagnosis of every input is a row of the header and a card exactly once
-    assert sorted(" ".join(c.split()) for c in cards) == sorted(r[3] for r in rows)
-    assert all(len(r) == 5 for r in rows)  # verdict, bottleneck, input, headline, the group's fix line
-    fixes = [r[4] for r in rows if r[0] == "fix"]
+    assert sorted(" ".join(c.split()) for c in cards) == sorted(r[2] for r in rows)
+    assert all(len(r) == 4 for r in rows)  # verdict, bottleneck and input, headline, the group's fix line
+    fixes = [r[3] for r in rows if r[0] == "fix"]
     assert fixes and all(len(f) > 20 for f in fixes)  # the fix (its first sentence) is in the table
     # the comparisons name both diagnoses in one line each; their cards are in the inputs' sections
     assert 'class="kp-facts kp-cmp-lines"' in h and 'class="kp-cmp-side"' not in h

@@ -144,7 +144,7 @@ const rows = [...document.querySelectorAll(".kp-overview tr.kp-ov-row")];
 const out = {rows: rows.length, wrapped: [], overflow: [], dead: [], unlinked: 0, first_screen: 0, tall: [],
              fixes: [], viewport: [window.innerWidth, window.innerHeight]};
 for (const r of rows) {
-  const code = r.querySelector("td.kp-ov-id code"), name = r.querySelector("td.kp-name > a");
+  const code = r.querySelector("code.kp-ov-id"), name = r.querySelector("a.kp-ov-name");
   for (const el of [code, name]) {
     if (el.getClientRects().length !== 1) out.wrapped.push(el.textContent);  // one line box: no break inside
     if (el.getBoundingClientRect().right > el.closest("td").getBoundingClientRect().right + 0.5)

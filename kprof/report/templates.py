@@ -96,6 +96,63 @@ def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
     return params
 
 
+def path_list(value: Any, name: str) -> list[str] | None:
+    """A template's path parameter as a list: one path (a string, as ``papermill -p NAME FILE`` passes it,
+    or a ``Path``) is a list of one, a list or tuple of paths stays as it is, None stays None.
+
+    Raises
+    ------
+    KprofError
+        Anything else, in one line: ``NAME must be a list of paths (or one path), not int``.
+
+    Examples
+    --------
+    >>> path_list("runs/a.sqlite", "timeline_paths"), path_list(None, "kernel_paths")
+    (['runs/a.sqlite'], None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, str | os.PathLike):
+        return [os.fspath(value)]
+    if isinstance(value, list | tuple) and all(isinstance(v, str | os.PathLike) for v in value):
+        return [os.fspath(v) for v in value]
+    raise KprofError(f"{name} must be a list of paths (or one path), not {_what(value)}")
+
+
+def pair_list(value: Any, name: str = "pairs") -> list[list[str]] | None:
+    """A template's ``pairs`` parameter: ``[[before, after], ...]``; one pair ``[before, after]`` (two paths)
+    is a list of one; None stays None.
+
+    Raises
+    ------
+    KprofError
+        Anything else, in one line: ``pairs must be a list of [before, after] pairs of paths, not str``.
+
+    Examples
+    --------
+    >>> pair_list(["a_before.ncu-rep", "a_after.ncu-rep"])
+    [['a_before.ncu-rep', 'a_after.ncu-rep']]
+    """
+    if value is None:
+        return None
+    paths = (str, os.PathLike)
+    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, paths) for v in value):
+        return [[os.fspath(v) for v in value]]
+    if isinstance(value, list | tuple) and all(
+        isinstance(p, list | tuple) and len(p) == 2 and all(isinstance(v, paths) for v in p) for p in value
+    ):
+        return [[os.fspath(v) for v in p] for p in value]
+    raise KprofError(f"{name} must be a list of [before, after] pairs of paths, not {_what(value)}")
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return (
+            f"a {type(value).__name__} of {', '.join(sorted({type(v).__name__ for v in value})) or 'nothing'}"
+        )
+    return type(value).__name__
+
+
 def template_path(stage: str) -> Path:
     """The template notebook of ``stage`` (``timeline``, ``kernel``, ``mechanism``, ``job``, ``compare``)."""
     return Path(str(resources.files("kprof").joinpath("templates", stage_template(stage))))
