@@ -116,14 +116,18 @@ def test_a_folder_stands_for_the_profiles_in_it(tmp_path, samples_dir):
 
 
 def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
-    # the notebooks that read the kernel reports run in one kernel ...
+    # two kernels for the samples' five notebooks (two cores, no third start-up): the kernel stages
+    # together, the others together in the workflow's order; the sections are put back in order
     runs = report.report_runs(["timeline", "job", "kernel", "mechanism", "compare"])
-    assert runs == [("timeline",), ("job",), ("kernel", "mechanism", "compare")]
-    # ... and read through the per-process memo, never kprof.load directly
-    for stage in report.RUN_TOGETHER:
+    assert runs == [("timeline", "job", "compare"), report.KERNEL_LANE]
+    assert report.report_runs(["kernel", "mechanism", "compare"]) == [("kernel", "mechanism", "compare")]
+    assert report.report_runs(["timeline", "job"]) == [("timeline",), ("job",)]
+    # ... and every notebook reads and diagnoses through the per-process memo, never kprof.load directly
+    for stage in ("timeline", "kernel", "mechanism", "compare"):
         nb = nbformat.read(report.template_path(stage), as_version=4)
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert "kprof.load(" not in code and re.search(r"report\.(kernel_entries|load_profile)\(", code)
+        assert not re.search(r"(?<![\w.])diagnose\(|kprof\.compare\(", code), stage  # diagnoses_of, compare_loaded
     import kprof.io
 
     calls: list[str] = []
@@ -135,6 +139,26 @@ def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
     assert report.kernel_entries([p])[0][p] is profiles[p] and report.load_profile(p) is profiles[p]
     assert calls == [p]  # read once, however many notebooks ask
     assert entries[0][2].file == p
+    import kprof.api
+
+    diagnosed: list[object] = []
+    real_diagnose = kprof.api.diagnose
+    monkeypatch.setattr(kprof.api, "diagnose", lambda x, **kw: diagnosed.append(x) or real_diagnose(x, **kw))
+    monkeypatch.setattr(report.views, "_DIAGNOSED", {})
+    first = report.kernel_entries([p])[1]
+    assert report.kernel_entries([p])[1] == first and report.diagnoses_of(profiles[p])[0].headline == first[0][2].headline
+    assert diagnosed == [profiles[p]]  # diagnosed once, however many notebooks list its launches
+
+
+def test_the_before_after_notebook_compares_with_the_diagnoses_already_made(samples_dir):
+    import kprof
+
+    b, a = (str(samples_dir / "ncu" / f"pair_transpose_{x}.ncu-rep.gz") for x in ("before", "after"))
+    pb, pa = report.load_profile(b), report.load_profile(a)
+    known = report.diagnoses_of(pb)
+    (c,) = report.compare_loaded(pb, pa)
+    assert c.before == known[0]  # the kernel notebook's diagnosis, not a second one
+    assert [x.to_dict() for x in report.compare_loaded(pb, pa)] == [x.to_dict() for x in kprof.compare(pb, pa)]
 
 
 def test_display_names_are_never_absolute(tmp_path, monkeypatch):

@@ -87,6 +87,9 @@ from kprof.report.inputs import (
     sort_inputs,
 )
 from kprof.report.templates import (
+    KERNEL_LANE as KERNEL_LANE,
+)
+from kprof.report.templates import (
     RUN_TOGETHER as RUN_TOGETHER,
 )
 from kprof.report.templates import (
@@ -119,6 +122,8 @@ from kprof.report.views import (
 )
 from kprof.report.views import (
     Explorer,
+    compare_loaded,
+    diagnoses_of,
     figure_html,
     kernel_entries,
     kernel_label,
@@ -203,11 +208,11 @@ def build_report(
         base = str(workdir / "inputs")
         link_inputs(names, Path(base))
         tasks = [(run, {st: stage_parameters(st, inputs) for st in run}, workdir, base) for run in runs]
-        results = (_run_one(*t) for t in tasks) if n_jobs == 1 else _run_parallel(tasks, n_jobs)
+        results = (_run_one(*t) for t in tasks) if n_jobs == 1 else _run_parallel(tasks, n_jobs, here=True)
         for i, (run, dt, nb) in enumerate(results, 1):
             done[run_name(run)] = (dt, nb)
             say(f"[{i}/{len(runs)}] {' + '.join(map(_executed_name, run))} executed in {dt:.1f} s")
-        parts = [(run, done[run_name(run)][1]) for run in runs]
+        parts = [(run, done[run_name(run)][1]) for run in runs]  # merge_notebooks orders the sections
         timings = [(run_name(run).removesuffix(".ipynb"), done[run_name(run)][0]) for run in runs]
         t0 = time.perf_counter()
         merged = merge_notebooks(parts, inputs, show_code)
@@ -255,17 +260,24 @@ def _run_one(
     return run, time.perf_counter() - t0, nb
 
 
-def _run_parallel(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[tuple[str, ...], float, Any]]:
+def _run_parallel(
+    tasks: Sequence[Task], n_jobs: int, *, here: bool = False
+) -> Iterator[tuple[tuple[str, ...], float, Any]]:
     """Run each run of templates in its own Python process (``python -m kprof.report JOB``), at
     most ``n_jobs`` at once; yield ``(run, seconds, notebook)`` as they finish.
 
     Plain subprocesses rather than multiprocessing: nothing re-imports the caller's main
     module, so this works from scripts without a ``__main__`` guard and from Jupyter.
-    On a failure the other runs are stopped and the error is raised here.
+    On a failure the other runs are stopped and the error is raised here. ``here``: the first run
+    executes in this process once the others have started (its kernel is a process anyway; this
+    one would only wait), which spares a Python start and the imports of papermill.
     """
     import nbformat
 
     pending = list(tasks)
+    mine = pending.pop(0) if here and len(pending) > 1 else None
+    if mine is not None:
+        n_jobs = max(1, n_jobs - 1)
     running: dict[str, tuple[subprocess.Popen[bytes], Path, tuple[str, ...]]] = {}
     # the children's stderr goes to a file (a pipe read only at the end could fill and block them)
     try:
@@ -285,6 +297,10 @@ def _run_parallel(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[tuple[st
                         stderr=err,
                     )
                 running[key] = (proc, workdir, run)
+            if mine is not None:
+                task, mine = mine, None
+                yield _run_one(*task)
+                continue
             finished = [k for k, (p, _, _) in running.items() if p.poll() is not None]
             if not finished:
                 time.sleep(0.05)
@@ -350,7 +366,9 @@ __all__ = [
     "atomic_write",
     "build_report",
     "cli",
+    "compare_loaded",
     "copy_template",
+    "diagnoses_of",
     "display_names",
     "execute_run",
     "execute_template",

@@ -134,6 +134,15 @@ def merge_notebooks(parts: Sequence[tuple[Any, Any]], inputs: Inputs, show_code:
     body: list[Any] = []
     for _run, nb in parts:
         body.extend(_clean_outputs(nb, show_code).cells)
+    # a run may hold stages that are not neighbours in the workflow (timeline, job, compare): each
+    # section goes back to its stage's place, in the order the stages are read
+    order = {st: i for i, st in enumerate(inputs.stages())}
+    body = [
+        c
+        for _, c in sorted(
+            enumerate(body), key=lambda t: (order.get(t[1].metadata.get("kprof_stage"), -1), t[0])
+        )
+    ]
     titles = _number_sections(body)
     merged.cells = _header_cells(inputs, diagnoses, titles) + body
     for i, c in enumerate(merged.cells):

@@ -98,6 +98,7 @@ def run_notebook(run: Sequence[str], parameters: dict[str, dict[str, Any]]) -> A
         if i == 0:
             out.metadata.update(nb.metadata)
         for cell in nb.cells:
+            cell.metadata["kprof_stage"] = stage  # the report puts the sections in the workflow's order
             out.cells.append(cell)
             if "parameters" in cell.get("metadata", {}).get("tags", []):
                 src = "# Parameters (kprof report)\n" + "\n".join(
@@ -105,6 +106,7 @@ def run_notebook(run: Sequence[str], parameters: dict[str, dict[str, Any]]) -> A
                 )
                 injected = nbformat.v4.new_code_cell(src)
                 injected.metadata["tags"] = ["injected-parameters"]
+                injected.metadata["kprof_stage"] = stage
                 out.cells.append(injected)
     for i, cell in enumerate(out.cells):
         cell["id"] = f"kp-run-{i}"

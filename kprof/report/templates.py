@@ -38,9 +38,11 @@ STAGE_TITLES = {
 }
 """Section titles; a report numbers its sections 1, 2, 3... in the order it shows them."""
 
-RUN_TOGETHER = ("kernel", "mechanism", "compare")
+KERNEL_LANE = ("kernel", "mechanism")
 """Stages that run in one notebook kernel when the report has kernel reports: each report is then
 loaded and diagnosed once (:func:`load_profile`, :func:`kernel_entries`), not once per notebook."""
+RUN_TOGETHER = KERNEL_LANE
+"""The former name of :data:`KERNEL_LANE`."""
 
 
 def stage_template(stage: str) -> str:
@@ -55,25 +57,33 @@ def stage_title(stage: str) -> str:
 
 
 def report_runs(stages: Sequence[str]) -> list[tuple[str, ...]]:
-    """The notebook runs of a report: each stage alone, except :data:`RUN_TOGETHER`, which share
-    one kernel when there are kernel reports.
+    """The notebook runs of a report, each in its own kernel, run side by side.
+
+    With kernel reports, two runs: the kernel stages (:data:`KERNEL_LANE`, which read every report)
+    and everything else (timeline, jobs, before/after) in the workflow's order, one kernel each, so
+    that two cores share the work about evenly (on the samples, 10 s and 9 s of CPU) and no third
+    kernel starts. The before/after notebook runs last in its kernel: the timelines it compares are
+    loaded there already, and the kernel reports by then are in the read cache
+    (:mod:`kprof.io.ncu_cache`); it joins the kernel stages when it is the only other stage. Without
+    kernel reports, each stage runs alone. :func:`merge_notebooks` puts the sections back in the
+    workflow's order.
 
     Examples
     --------
     >>> report_runs(["timeline", "job", "kernel", "mechanism", "compare"])
-    [('timeline',), ('job',), ('kernel', 'mechanism', 'compare')]
+    [('timeline', 'job', 'compare'), ('kernel', 'mechanism')]
+    >>> report_runs(["kernel", "mechanism", "compare"])
+    [('kernel', 'mechanism', 'compare')]
     >>> report_runs(["timeline", "compare"])
     [('timeline',), ('compare',)]
     """
-    together = tuple(s for s in stages if s in RUN_TOGETHER) if "kernel" in stages else ()
-    runs: list[tuple[str, ...]] = []
-    for st in stages:
-        if st in together:
-            if st == together[0]:
-                runs.append(together)
-        else:
-            runs.append((st,))
-    return runs
+    kernel = tuple(s for s in stages if s in KERNEL_LANE) if "kernel" in stages else ()
+    rest = tuple(s for s in stages if s not in kernel)
+    if not kernel:
+        return [(st,) for st in rest]
+    if rest == ("compare",):
+        return [(*kernel, "compare")]
+    return [rest, kernel] if rest else [kernel]
 
 
 def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
