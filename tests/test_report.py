@@ -127,7 +127,9 @@ def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
         nb = nbformat.read(report.template_path(stage), as_version=4)
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert "kprof.load(" not in code and re.search(r"report\.(kernel_entries|load_profile)\(", code)
-        assert not re.search(r"(?<![\w.])diagnose\(|kprof\.compare\(", code), stage  # diagnoses_of, compare_loaded
+        assert not re.search(r"(?<![\w.])diagnose\(|kprof\.compare\(", code), (
+            stage
+        )  # diagnoses_of, compare_loaded
     import kprof.io
 
     calls: list[str] = []
@@ -146,7 +148,10 @@ def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
     monkeypatch.setattr(kprof.api, "diagnose", lambda x, **kw: diagnosed.append(x) or real_diagnose(x, **kw))
     monkeypatch.setattr(report.views, "_DIAGNOSED", {})
     first = report.kernel_entries([p])[1]
-    assert report.kernel_entries([p])[1] == first and report.diagnoses_of(profiles[p])[0].headline == first[0][2].headline
+    assert (
+        report.kernel_entries([p])[1] == first
+        and report.diagnoses_of(profiles[p])[0].headline == first[0][2].headline
+    )
     assert diagnosed == [profiles[p]]  # diagnosed once, however many notebooks list its launches
 
 
@@ -158,7 +163,32 @@ def test_the_before_after_notebook_compares_with_the_diagnoses_already_made(samp
     known = report.diagnoses_of(pb)
     (c,) = report.compare_loaded(pb, pa)
     assert c.before == known[0]  # the kernel notebook's diagnosis, not a second one
-    assert [x.to_dict() for x in report.compare_loaded(pb, pa)] == [x.to_dict() for x in kprof.compare(pb, pa)]
+    assert [x.to_dict() for x in report.compare_loaded(pb, pa)] == [
+        x.to_dict() for x in kprof.compare(pb, pa)
+    ]
+
+
+def test_report_processes_import_nbformat_without_the_iri_grammar():
+    """``kprof report`` and its worker skip jsonschema's optional rfc3987-syntax (a Lark grammar compiled at
+    import, 1.3 s of CPU per process); notebooks still validate; a library caller's modules are left alone."""
+    code = (
+        "import sys, time\n"
+        "from kprof.report import skip_iri_grammar\n"
+        "skip_iri_grammar()\n"
+        "import nbformat\n"
+        "nbformat.validate(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')]))\n"
+        "print(sys.modules.get('rfc3987_syntax', 'absent'))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (
+        r.stdout.strip() == "None"
+    )  # marked absent: jsonschema's `import rfc3987_syntax` raised ImportError
+    after = "import jsonschema, sys\nfrom kprof.report import skip_iri_grammar\nskip_iri_grammar()\nprint(sys.modules.get('rfc3987_syntax', 'absent') is None)"
+    r = subprocess.run([sys.executable, "-c", after], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr  # jsonschema already there: untouched
+    src = (Path(report.__file__).parent / "__main__.py").read_text()
+    assert "skip_iri_grammar()" in src  # the worker process does it too
 
 
 def test_display_names_are_never_absolute(tmp_path, monkeypatch):
@@ -167,7 +197,10 @@ def test_display_names_are_never_absolute(tmp_path, monkeypatch):
     here = str(tmp_path / "mine" / "a.sqlite")
     names = report.display_names([here, "/srv/x/runs/b.ncu-rep", "/opt/y/runs/b.ncu-rep", "/opt/y/c.ncu-rep"])
     assert names[here] == "mine/a.sqlite"  # as typed from the current directory
-    assert names["/srv/x/runs/b.ncu-rep"] == "x/runs/b.ncu-rep" and names["/opt/y/runs/b.ncu-rep"] == "y/runs/b.ncu-rep"
+    assert (
+        names["/srv/x/runs/b.ncu-rep"] == "x/runs/b.ncu-rep"
+        and names["/opt/y/runs/b.ncu-rep"] == "y/runs/b.ncu-rep"
+    )
     assert names["/opt/y/c.ncu-rep"] == "opt/y/c.ncu-rep"  # as many folders as keep all the names apart
     assert not any(os.path.isabs(n) or n.startswith("..") for n in names.values())
     assert report.display_names(["/srv/a/x.sqlite", "/srv/a/b/y.sqlite"]) == {
@@ -362,7 +395,10 @@ def _cards(h: str) -> list[str]:
 
 
 def _cells(row: str) -> list[str]:
-    return [" ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    return [
+        " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split())
+        for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    ]
 
 
 def _header_rows(h: str) -> list[list[str]]:

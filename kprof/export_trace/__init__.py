@@ -78,12 +78,20 @@ def _write_json(events: Iterable[dict[str, Any]], other: dict[str, Any], f: IO[s
     f.write('{"otherData": ')
     f.write(json.dumps(other, ensure_ascii=False))
     f.write(', "traceEvents": [\n')
+    encode = json.JSONEncoder(
+        ensure_ascii=False, separators=(",", ":")
+    ).encode  # one encoder, not one per event
     n = 0
+    batch: list[str] = []
     for ev in events:
-        if n:
-            f.write(",\n")
-        f.write(json.dumps(ev, ensure_ascii=False, separators=(",", ":")))
-        n += 1
+        batch.append(encode(ev))
+        if len(batch) == 4096:  # written in batches: one write per event cost as much as the encoding
+            f.write((",\n" if n else "") + ",\n".join(batch))
+            n += len(batch)
+            batch = []
+    if batch:
+        f.write((",\n" if n else "") + ",\n".join(batch))
+        n += len(batch)
     f.write("\n]}\n")
     return n
 
