@@ -157,8 +157,7 @@ def _mechanism(
 ) -> Mechanism:
     """The finding for the kind of shared access (``which``) furthest from its ideal."""
     op = {"loads": "load", "stores": "store", "atomics": "atomic"}[which]
-    wpr, idl_exact, width, conflicts_metric = kind
-    idl = round(idl_exact, 1)  # one value for the ideal: the expectation's target quotes it so
+    wpr, idl, width, conflicts_metric = kind
     wpr_r, waste_pct = round(wpr or 0.0, 2), round(100 * waste, 1)
     conflicts = f.v(conflicts_metric)
     per_request = f"derived:shared_{op}_wavefronts_per_request"
@@ -191,7 +190,7 @@ def _mechanism(
     wavefronts = Expectation(
         metric=per_request,
         direction=Direction.DOWN,
-        target=idl,
+        target=round(idl, 1),
         unit="wavefronts/request",
         value_now=wpr_r,
         label=f"shared-memory wavefronts per {op}",
