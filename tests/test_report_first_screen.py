@@ -197,8 +197,9 @@ def test_first_screen_in_chromium_is_scannable(screen: dict) -> None:
     assert seen["tall"] == [], f"a fix over more than one line: {seen['tall']}"
     fixes = {" ".join(first_sentence(" ".join(d.fix.split())).split()) for d in screen["diagnoses"] if d.fix}
     assert all(" ".join(f.split()) in fixes for f in seen["fixes"]), "each fix line is a first sentence"
-    # the old table (a 10-15 line fix per row) showed 7 rows on this screen; this one shows the first 10+
-    assert seen["first_screen"] >= 10, seen["first_screen"]
+    # Chromium's viewport at --window-size=1280,1000 is 1280x857: the old table (a 10-15 line fix per row)
+    # showed 5 whole rows there, this one 11 (measured on the samples); fonts vary between machines
+    assert seen["first_screen"] >= 9, seen["first_screen"]
     assert 0 <= seen["jump"] <= 5 and seen["scrolled"] > WINDOW[1], (seen["jump"], seen["scrolled"])
 
 
