@@ -326,6 +326,8 @@ class KernelFacts:
     source_format: str = "ncu-rep"
     cooperative: bool = False
     source: str | None = None
+    program: str | None = None
+    """The profiled program as it runs from the current folder, when known (the suggested ncu commands run it)."""
 
     def v(self, name: str) -> float | None:
         return self.k.value(name)
@@ -417,6 +419,7 @@ def build_facts(
     source_format: str = "ncu-rep",
     cooperative: bool = False,
     source: str | None = None,
+    program: str | None = None,
 ) -> KernelFacts:
     """The facts of launch ``k``; ``duration_ns`` is labelled ``label`` (from a timeline, or measured under ncu)."""
     roof = roofline(k)
@@ -436,6 +439,7 @@ def build_facts(
         source_format=source_format,
         cooperative=cooperative,
         source=source,
+        program=program,
     )
 
 

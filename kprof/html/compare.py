@@ -146,7 +146,7 @@ def render_comparison_html(s: dict[str, Any], *, sides: bool = True) -> str:
     ``sides=False`` gives each diagnosis one line instead of its full card (the report shows the
     cards once, in the sections of the inputs)."""
     from kprof.html._common import _env, next_id
-    from kprof.html.diagnosis import render_text
+    from kprof.html.diagnosis import anchor_of, render_text
 
     root_id = next_id("kp-cmp")
     cards = [
@@ -155,12 +155,14 @@ def render_comparison_html(s: dict[str, Any], *, sides: bool = True) -> str:
             "s": s["before"],
             "text": render_text(s["before"]),
             "id": next_id("kp-diag"),
+            "anchor": anchor_of(s["before"]),
         },
         {
             "caption": f"after: {s['name_after']}",
             "s": s["after"],
             "text": render_text(s["after"]),
             "id": next_id("kp-diag"),
+            "anchor": anchor_of(s["after"]),
         },
     ]
     return (

@@ -10,7 +10,7 @@ from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose.job.stats import JobStats, typical
 from kprof.diagnose.job.summary import RankSummary
-from kprof.diagnose.job.words import _RANK_OUT, _coverage_note, _ms, _pct, _subject
+from kprof.diagnose.job.words import _coverage_note, _ms, _pct, _rank_out, _subject
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -199,5 +199,5 @@ def _communication_bound(
         ),
         next_step="Measure what the interconnect delivers: run nccl-tests (`all_reduce_perf -b 8M -e 1G -f 2 -g 1` per "
         "rank under your launcher) and compare its bus bandwidth with the message sizes per step; capture with "
-        f"`{commands.nsys_command(_RANK_OUT, trace='cuda,nvtx,osrt,nccl')}` to see each collective's size.",
+        f"`{commands.nsys_command(_rank_out(job, summaries, 'nccl'), trace='cuda,nvtx,osrt,nccl')}` to see each collective's size.",
     )

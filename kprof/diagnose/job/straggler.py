@@ -12,11 +12,11 @@ from kprof import thresholds as th
 from kprof.diagnose.job.stats import JobStats, _Slow
 from kprof.diagnose.job.summary import RankSummary, is_nccl_kernel
 from kprof.diagnose.job.words import (
-    _RANK_OUT,
     _coverage_note,
     _kernel_delta,
     _ms,
     _pct,
+    _rank_out,
     _ranks_text,
     _subject,
 )
@@ -276,7 +276,7 @@ def _straggler(
         next_step=(
             f"Compare rank {worst} with a typical rank step by step (kprof.plot.job.plot_straggler_timeline); "
             f"after the change, capture all ranks again and check that the step time drops by about {_ms(wait_gap)}. "
-            f"Capture per rank: `{commands.nsys_command(_RANK_OUT, cuda_profiler_range=True)}`."
+            f"Capture per rank: `{commands.nsys_command(_rank_out(job, summaries, 'after'), cuda_profiler_range=True)}`."
         ),
         findings=tuple(findings),
     )

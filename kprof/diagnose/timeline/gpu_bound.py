@@ -6,6 +6,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
 from kprof.diagnose.timeline.blocking import _sync_fix
@@ -246,7 +247,8 @@ def _gpu_next_step(ctx: _Context, cmds: list[str], graph_share: float, comm: _Co
     nxt_parts = []
     if cmds:
         nxt_parts.append(
-            "Profile the top kernels with Nsight Compute (one command each): " + "  |  ".join(cmds)
+            "Profile the top kernels with Nsight Compute (one command each): "
+            + "  |  ".join(f"`{c}`" for c in cmds)
         )
     if graph_share >= th.DOMINANT_SHARE:
         nxt_parts.append(
@@ -254,8 +256,9 @@ def _gpu_next_step(ctx: _Context, cmds: list[str], graph_share: float, comm: _Co
         )
     if comm.share >= th.MIN_FINDING_SHARE:
         nxt_parts.append(
-            "For the NCCL time, diagnose all ranks of the job together (`kprof diagnose rank0.sqlite "
-            "rank1.sqlite ...`): the job view tells waiting for a slower rank from communication."
+            "For the NCCL time, diagnose all ranks of the job together "
+            f"(`{commands.shell(['kprof', 'diagnose', ctx.tl.source, commands.OTHER_RANKS])}`): the job view tells "
+            "waiting for a slower rank from communication."
         )
     if not nxt_parts:
         nxt_parts.append(

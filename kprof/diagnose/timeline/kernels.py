@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,7 +14,7 @@ from kprof.diagnose.timeline import rows as _rows_mod
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.gaps import _Window
 from kprof.diagnose.timeline.rows import Pair, _in_windows
-from kprof.diagnose.timeline.words import _clip_name, _ms, _pct, _rx, _unique_prefix
+from kprof.diagnose.timeline.words import _app, _clip_name, _ms, _pct, _rx, _unique_prefix
 from kprof.model import (
     Bottleneck,
     Evidence,
@@ -160,7 +159,7 @@ def _ncu_commands(
     )
     compute = np.where(is_comm, 0.0, per_name)
     order = np.argsort(-compute, kind="stable")[: th.TOP_KERNELS]
-    app = tl.command if " " in tl.command.strip() else "<your command>"
+    app = _app(tl) or commands.PROGRAM
     short = k.short_names or k.names
     seen_cmd: set[str] = set()
     for i in order.tolist():
@@ -181,7 +180,9 @@ def _ncu_commands(
                 metric="gpu_time_share",
             )
         )
-        out = f"kprof_{len(cmds) + 1}_" + re.sub(r"[^A-Za-z0-9_]+", "_", sname)[:40]
+        out = commands.kernel_report_stem(
+            commands.report_stem(tl.source), len(cmds) + 1, sname
+        )  # beside the capture
         cmd = _ncu_command(k, i, short, p, app, out)
         if cmd not in seen_cmd:
             seen_cmd.add(cmd)

@@ -252,40 +252,50 @@ def subject(k: KernelLaunch) -> Subject:
 
 
 def ncu_command(
-    k: KernelLaunch, what: str = "--set full", *, cooperative: bool = False, source: str | None = None
+    k: KernelLaunch,
+    what: str = "--set full",
+    *,
+    cooperative: bool = False,
+    source: str | None = None,
+    program: str | None = None,
 ) -> str:
     """The exact ncu command that profiles this launch again: kprof's capture flags (:mod:`kprof.commands`),
     ``what`` (``--set full`` or ``--section X ...``), written beside the diagnosed report."""
     sections = tuple(what.split()[1::2]) if what.startswith("--section") else ()
-    return commands.kernel_recapture(k.name or "NAME", source, sections=sections, cooperative=cooperative)
+    return commands.kernel_recapture(
+        k.name or "NAME", source, sections=sections, cooperative=cooperative, program=program
+    )
 
 
-def after_command(k: KernelLaunch, cooperative: bool = False, source: str | None = None) -> str:
+def after_command(
+    k: KernelLaunch, cooperative: bool = False, source: str | None = None, program: str | None = None
+) -> str:
     """The capture to take once the fix is in, and the comparison with this report (:mod:`kprof.commands`)."""
-    return commands.kernel_after_change(k.name or "kernel", source, cooperative=cooperative)
+    return commands.kernel_after_change(k.name or "kernel", source, cooperative=cooperative, program=program)
 
 
 def recapture(f: KernelFacts, what: str = "--set full") -> str:
     """:func:`ncu_command` for the launch of ``f``."""
-    return ncu_command(f.k, what, cooperative=f.cooperative, source=f.source)
+    return ncu_command(f.k, what, cooperative=f.cooperative, source=f.source, program=f.program)
 
 
 def after_change(f: KernelFacts) -> str:
     """:func:`after_command` for the launch of ``f``: the capture to take once the fix is in, and the comparison."""
-    return after_command(f.k, f.cooperative, f.source)
+    return after_command(f.k, f.cooperative, f.source, f.program)
 
 
 def missing_command(f: KernelFacts, needed: Iterable[str]) -> str:
-    """The command that collects the sections of ``needed`` the report lacks; "" when it has them all."""
+    """The command that collects the sections of ``needed`` the report lacks, in backticks; "" when it has
+    them all."""
     secs = [SECTION_OF[n] for n in needed if n in f.missing]
     if not secs:
         return ""
     if f.source_format == "ncu-csv-details":
         # The details page drops ncu's tables and source counters even when they were collected.
         return (
-            f"ncu --import REPORT.ncu-rep --csv --page raw > REPORT.raw.csv (the details page leaves out "
-            f"{', '.join(secs)}; or diagnose the .ncu-rep itself); if the report lacks them: " + recapture(f)
+            "`ncu --import <report>.ncu-rep --csv --page raw > <report>.raw.csv` (the details page leaves out "
+            f"{', '.join(secs)}; or diagnose the .ncu-rep itself); if the report lacks them: `{recapture(f)}`"
         )
     if len(secs) > 2:
-        return recapture(f)
-    return recapture(f, " ".join(f"--section {s}" for s in secs))
+        return f"`{recapture(f)}`"
+    return f"`{recapture(f, ' '.join(f'--section {s}' for s in secs))}`"

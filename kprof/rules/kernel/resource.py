@@ -380,7 +380,7 @@ def resource_diagnosis(
                 would_raise="the missing sections: "
                 + ", ".join(SECTION_OF[n] for n in sorted(needs & f.missing)),
             ),
-            next_step=f"Collect the missing sections: `{missing_cmd}`",
+            next_step=f"Collect the missing sections: {missing_cmd}",
             findings=findings + ncu_rule_hints(f.k),
         )
     conf = th.CONFIDENCE_RESOURCE if f.top_stall else th.CONFIDENCE_RESOURCE_NO_STALLS
@@ -399,7 +399,7 @@ def resource_diagnosis(
             if missing_cmd
             else "SourceCounters on the hottest lines (--import-source yes)",
         ),
-        next_step=(f"`{missing_cmd}`" if missing_cmd else after_change(f)),
+        next_step=(missing_cmd or after_change(f)),
         findings=findings,
     )
 

@@ -147,7 +147,7 @@ def _mechanism_diagnosis(f: KernelFacts, mechs: list[Mechanism], gap: float) -> 
         confidence=Confidence(
             value=top.confidence, would_raise=top.would_raise or "a before/after pair (kprof compare)"
         ),
-        next_step=after_change(f) + (f" For line-level detail: `{missing}`" if missing else ""),
+        next_step=after_change(f) + (f" For line-level detail: {missing}" if missing else ""),
         findings=findings_of(mechs[1:], gap),
     )
 
