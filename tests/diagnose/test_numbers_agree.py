@@ -8,20 +8,22 @@ makes at once:
    43.4 s (88.4%)", "idle 45.8% of the steady state (10.2 ms busy of 18.9 ms)", "32 sectors per request against
    an ideal 4, so 87.5% ...", "2,081 GB/s, 43.3% of the 4,810 GB/s peak"; a share of a named base ("20.8 ms, 89.2%
    of the idle time") is that value over that base; a "% of it" after "idle N% of the steady state" is a share of
-   the idle time, after "busy N% of ..." a share of the busy time.
+   the idle time, after "busy N% of ..." a share of the busy time; a memory unit's byte rate quoted against its
+   peak is the unit's throughput percentage quoted beside it (DRAM, L2 and L1 alike).
 2. **Units come from one table.** Every evidence's and expectation's unit is the unit
    :data:`kprof.facts.quantities.QUANTITIES` gives the metric it names.
 3. **Targets are reachable and move.** An expectation's target differs from the value now (and from the value
    the evidence quotes for the same metric), lies on the side its direction says, never past the physical floor
    (a kernel: the shortest kernel a GPU runs, the compulsory bytes at the DRAM peak, the FLOPs at the fastest
-   peak, the warp instructions the fix keeps at the SMs' peak issue rate, the ideal the evidence names; a
-   timeline: the GPU work the fix keeps), a percentage within 0..100; a memory unit's throughput moves with the
+   peak, the warp instructions the fix keeps at the SMs' peak issue rate (which it keeps is the mechanism's: a fix
+   that removes instructions predicts the warp instructions down, to the count it keeps or, when it rewrites
+   them, with none), the ideal the evidence names; a timeline: the GPU work the fix keeps), a percentage within 0..100; a memory unit's throughput moves with the
    duration when its traffic stays (the same bytes in less time are a higher share of the peak, by the same
    factor); and the expectation says where its target comes from (``Expectation.basis``).
 4. **No fix its own mechanism rules out.** A CUDA graph is never prescribed for a loop that blocks on the GPU in
    every iteration, copies through pageable memory, or whose idle time is the host blocked in syncs or copies
    (none of them can be captured), unless the fix first takes them out; wider (128-bit) loads never for a kernel
-   whose DRAM is already at its roof.
+   whose DRAM is already at its roof (read in the prescription, not in the source line it quotes).
 
 Numbers are read as kprof prints them (:func:`kprof.model._fmt`: 3 significant digits, thousands separators,
 ``ns``/``µs``/``ms``/``s``, ``B``..``TB``); a printed number stands for the interval its last digit rounds, and two
