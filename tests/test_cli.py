@@ -16,6 +16,18 @@ from kprof.cli import main
 from .test_model import make
 
 
+def _reported(monkeypatch, diags) -> None:
+    """``kprof diagnose X.ncu-rep`` diagnoses ``diags`` (the CLI reads a report launch by launch through
+    kprof.api.kernel_diagnoses: importance, launch id, diagnosis, in the order they arrive)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def fake(path):
+        yield len(diags), iter([(float(len(diags) - i), i, d) for i, d in enumerate(diags)])
+
+    monkeypatch.setattr(kprof.api, "kernel_diagnoses", fake)
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kprof", *args], capture_output=True, text=True, timeout=120)
 
@@ -23,7 +35,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_json_contract(monkeypatch, capsys, tmp_path):
     f = tmp_path / "x.ncu-rep"
     f.write_bytes(b"whatever")
-    monkeypatch.setattr(kprof.api, "diagnose", lambda p: [make(file=str(p)), make(file=str(p))])
+    _reported(monkeypatch, [make(file=str(f)), make(file=str(f))])
     assert main(["diagnose", "--json", str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["diagnoses"]
@@ -41,7 +53,7 @@ def test_json_contract(monkeypatch, capsys, tmp_path):
 def test_text_output_has_headline(monkeypatch, capsys, tmp_path):
     f = tmp_path / "x.ncu-rep"
     f.write_bytes(b"whatever")
-    monkeypatch.setattr(kprof.api, "diagnose", lambda p: [make()])
+    _reported(monkeypatch, [make()])
     assert main(["diagnose", str(f)]) == 0
     out = capsys.readouterr().out
     assert "Global loads use 32 sectors per request" in out

@@ -168,7 +168,7 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     >>> prof[0].value("launch__waves_per_multiprocessor")  # doctest: +SKIP
     0.06
     """
-    p, structure = _checked(path)
+    p, _ = _checked(path)
     from kprof.io import ncu_cache
 
     entry = ncu_cache.entry_path(p)
@@ -176,7 +176,7 @@ def load_ncu_report(path: str | os.PathLike[str]) -> KernelProfile:
     if cached is not None:
         return cached
     printed: list[str] = []
-    prof = _load_in_child(p, printed, structure.results) if _isolated() else _load_in_process(p, printed)
+    prof = _load_in_child(p, printed) if _isolated() else _load_in_process(p, printed)
     if not printed:  # what ncu_report said on this read would not be said again on a cached one
         ncu_cache.put(entry, prof)
     return prof
