@@ -243,7 +243,6 @@ class _Progress:
                 unit="launch",
                 file=sys.stderr,
                 leave=False,
-                dynamic_ncols=True,
             )
 
     def close(self) -> None:
