@@ -18,11 +18,13 @@ Bad files, in three layers:
    the structure cannot show: 64 bytes smashed in the section table of the cubin that a
    report embeds crash ``IAction.sass_by_pc`` (measured with ncu-report 2026.3.1), and the
    copy in Nsight Compute 2025.3's ``extras/python`` crashed when imported after pyarrow.
-   So by default reports are read in a reader process, one per process that loads them and
-   kept for the next load, so ncu_report's start-up (about 1 s, mostly its disassembler) is
-   paid once, as in this process: loading the 14 H200 samples took 0.9 s for the first and
-   0.12 s for each next one, against 1.0 s and 0.16 s in this process. A crash or a hang of
-   the reader is a :class:`~kprof.errors.KprofInputError`, and the next load starts a new one.
+   So by default reports are read in reader processes (:mod:`~kprof.io.ncu_reader`), kept for the
+   next load. The first read of a one-launch report reads its SASS listing in one (ncu_report's
+   disassembler, 0.24-0.48 s to start per process) while a child forked from the other reads its
+   metrics; that first reader then reads small reports alone, its disassembler started. Long reports
+   are read by forked children, a chunk of launches each, two at a time, handed over launch by
+   launch (:func:`stream_ncu_report`). A crash or a hang of a reader is a
+   :class:`~kprof.errors.KprofInputError`, and the next load starts a new one.
    ``KPROF_NCU_ISOLATE=0`` reads in this process (a crash then ends it); on a system without
    POSIX pipes it always does.
 3. **What ``ncu_report`` returns is checked** (docs/inputs.md, "Measured pitfalls"): it does not

@@ -468,7 +468,10 @@ class _Reader:
                 in_flight[first] = first
             if not in_flight and not waiting_listing:
                 break
-            proc, ev = self._next(p, [self.forks, *([self.warm] if waiting_listing else [])])
+            # wait only on a process with an answer due (the other may leave on its idle timeout meanwhile)
+            proc, ev = self._next(
+                p, [*([self.forks] if in_flight else []), *([self.warm] if waiting_listing else [])]
+            )
             if ev is None:  # a process ended unasked: it crashed
                 raise _child_failure(p, proc.returncode(), proc.stderr())
             if proc is self.warm:
