@@ -79,9 +79,10 @@ BASELINE_SASS = BASELINE.replace(
 
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, KPROF_CACHE="0")
+    tree = extra.pop("TREE", str(REPO))
     env.update(extra)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, not at every start
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
@@ -95,8 +96,8 @@ def _time(argv: list[str], **env: str) -> float:
 
 
 def measure(
-    report: Path, repeats: int, in_process: bool, floor: bool, cache: Path
-) -> tuple[float, float, float, float | None, float | None]:
+    report: Path, repeats: int, in_process: bool, floor: bool, cache: Path, before: Path | None = None
+) -> tuple[float, float, float, float | None, float | None, float | None]:
     """Median seconds of kprof (cold), of kprof (cached, in the folder ``cache``), of the baseline,
     (``in_process``) of cold kprof reading in-process and (``floor``) of the baseline that also reads
     each launch's SASS."""
@@ -106,7 +107,9 @@ def measure(
     cached = {"KPROF_CACHE": "1", "KPROF_CACHE_DIR": str(cache)}
     _time(base_cmd)  # warm the page cache and the .pyc files once, unmeasured
     _time(kprof_cmd, **cached)  # ... and fill the cache
-    k, c, b, i, s = [], [], [], [], []
+    if before is not None:
+        _time(kprof_cmd, TREE=str(before))  # its .pyc files
+    k, c, b, i, s, o = [], [], [], [], [], []
     for _ in range(repeats):
         b.append(_time(base_cmd))
         k.append(_time(kprof_cmd))
@@ -115,8 +118,10 @@ def measure(
             i.append(_time(kprof_cmd, KPROF_NCU_ISOLATE="0"))
         if floor:
             s.append(_time(sass_cmd))
+        if before is not None:
+            o.append(_time(kprof_cmd, TREE=str(before)))
     med = statistics.median
-    return med(k), med(c), med(b), med(i) if i else None, med(s) if s else None
+    return (med(k), med(c), med(b), med(i) if i else None, med(s) if s else None, med(o) if o else None)
 
 
 MEMORY = r"""
@@ -208,7 +213,16 @@ def main() -> int:
     ap.add_argument(
         "--floor-max-gb", type=float, default=6.0, help="time no floor that would need more memory"
     )
-    ap.add_argument("--only-many", action="store_true", help="time only the N-fold copies")
+    ap.add_argument(
+        "--only-many", action="store_true", help="time only the first report and the N-fold copies"
+    )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        metavar="TREE",
+        help="also time the first read of another kprof checkout (e.g. main), alternating with this one",
+    )
     args = ap.parse_args()
     samples = REPO / "data/samples/ncu"
     reports = args.reports or sorted([*samples.glob("*.ncu-rep"), *samples.glob("*.ncu-rep.gz")])
@@ -219,7 +233,9 @@ def main() -> int:
         many = {n: many_launches(reports[0], n, Path(tmp)) for n in sorted(args.many)}
         if args.only_many:
             reports = reports[:1]
-        extra = f" {'in-process s':>12}" if args.in_process else ""
+        extra = (f" {'in-process s':>12}" if args.in_process else "") + (
+            f" {'before s':>9} {'/floor':>6}" if args.before else ""
+        )
         print(
             f"{'report':<34} {'baseline s':>10} {'floor s':>8} {'first read s':>12} {'/floor':>6} "
             f"{'cached s':>8} {'/base':>6}{extra}"
@@ -228,7 +244,9 @@ def main() -> int:
         for rep in [*reports, *many.values()]:
             n = next((k for k, v in many.items() if v == rep), 1)
             fits = n * FLOOR_MB_PER_LAUNCH <= args.floor_max_gb * 1024
-            k, c, b, i, sa = measure(rep, args.repeats, args.in_process, fits, Path(tmp) / "cache")
+            k, c, b, i, sa, o = measure(
+                rep, args.repeats, args.in_process, fits, Path(tmp) / "cache", args.before
+            )
             note = ""
             if sa is None:  # extrapolated from the floors of this run, linear in the launches
                 (n0, f0), (n1, f1) = sorted(floors.items())[:1][0], sorted(floors.items())[-1]
@@ -238,7 +256,9 @@ def main() -> int:
                 floors[n] = sa
             cold.append(k / sa)
             warm.append(c / b)
-            tail = f" {i:12.3f}" if i is not None else ""
+            tail = (f" {i:12.3f}" if i is not None else "") + (
+                f" {o:9.3f} {o / sa:6.2f}" if o is not None else ""
+            )
             print(
                 f"{rep.name[:34]:<34} {b:10.3f} {sa:8.3f} {k:12.3f} {k / sa:6.2f} {c:8.3f} {c / b:6.2f}{tail}{note}",
                 flush=True,

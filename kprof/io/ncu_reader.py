@@ -303,9 +303,9 @@ class _Reader:
             if not self.forks.alive():
                 self.forks.stop()
                 self.forks.start(p, idle_s, json.dumps({"op": "open", "path": p}))
-            if not self.warm.alive():
+            if single and not self.warm.alive():  # a long report is read by forked children only
                 self.warm.stop()
-                self.warm.start(p, idle_s, json.dumps({"op": "listing", "path": p}) if single else "")
+                self.warm.start(p, idle_s, json.dumps({"op": "listing", "path": p}))
 
     def load(self, p: str, idle_s: float, printed: list[str] | None = None) -> KernelProfile:
         """Read ``p`` in the reader processes (started when none runs; they leave after ``idle_s``
