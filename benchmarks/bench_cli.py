@@ -86,10 +86,25 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _time(argv: list[str], **env: str) -> float:
+CPU: dict[str, list[float]] = {}
+"""CPU seconds (user + system) of each timed command and its processes, by command kind: load-proof where
+wall time is not (on a shared machine the floor's one process and kprof's several get other shares)."""
+
+
+def _cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _time(argv: list[str], kind: str = "", **env: str) -> float:
+    c0 = _cpu()
     t0 = time.perf_counter()
     r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(**env), cwd=REPO)
     dt = time.perf_counter() - t0
+    if kind:
+        CPU.setdefault(kind, []).append(_cpu() - c0)
     if r.returncode != 0:
         sys.exit(f"{' '.join(argv[:4])} ... failed ({r.returncode}): {r.stderr.decode()[-500:]}")
     return dt
@@ -110,16 +125,17 @@ def measure(
     if before is not None:
         _time(kprof_cmd, TREE=str(before))  # its .pyc files
     k, c, b, i, s, o = [], [], [], [], [], []
+    CPU.clear()
     for _ in range(repeats):
         b.append(_time(base_cmd))
-        k.append(_time(kprof_cmd))
+        k.append(_time(kprof_cmd, "kprof"))
         c.append(_time(kprof_cmd, **cached))
         if in_process:
             i.append(_time(kprof_cmd, KPROF_NCU_ISOLATE="0"))
         if floor:
-            s.append(_time(sass_cmd))
+            s.append(_time(sass_cmd, "floor"))
         if before is not None:
-            o.append(_time(kprof_cmd, TREE=str(before)))
+            o.append(_time(kprof_cmd, "before", TREE=str(before)))
     med = statistics.median
     return (med(k), med(c), med(b), med(i) if i else None, med(s) if s else None, med(o) if o else None)
 
@@ -263,6 +279,8 @@ def main() -> int:
                 f"{rep.name[:34]:<34} {b:10.3f} {sa:8.3f} {k:12.3f} {k / sa:6.2f} {c:8.3f} {c / b:6.2f}{tail}{note}",
                 flush=True,
             )
+            cpu = ", ".join(f"{kind} {statistics.median(v):.2f}" for kind, v in CPU.items())
+            print(f"{'':<34} CPU s (median, all processes): {cpu}; {_load()}", flush=True)
         if many:
             mem = {n: memory(rep) for n, rep in many.items()}
             for n, m in mem.items():

@@ -179,6 +179,9 @@ else:
         n += len(kprof.diagnose(f))
     out = {"n": n}
 out["seconds"] = time.perf_counter() - t0
+import os as _os
+_t = _os.times()  # this process and its workers, once they have ended (the pool's and the cluster's)
+out["cpu_s"] = _t.user + _t.system + _t.children_user + _t.children_system
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))
@@ -231,6 +234,7 @@ def main() -> None:
     tmp = args.data_dir or Path(tempfile.mkdtemp(prefix="kprof-bench-jobs-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
+        args.straggler = min(args.straggler, args.ranks - 1)
         files, info = build(tmp, args.ranks, args.kernels, args.straggler)
         print(
             f"{args.ranks} ranks: {info['kernels']:,} kernels, {info['api']:,} API calls, {info['steps']:,} steps per "
@@ -253,9 +257,11 @@ def main() -> None:
         loop = None
         if not args.no_loop:
             k = args.loop_sample or args.ranks
-            sample = files[:k] if args.straggler < k else [*files[: k - 1], files[args.straggler]]
+            straggler = min(args.straggler, args.ranks - 1)
+            sample = files[:k] if straggler < k else [*files[: k - 1], files[straggler]]
             loop = measure("loop", "", sample)
             loop["seconds"] = float(loop["seconds"]) * args.ranks / len(sample)  # type: ignore[arg-type]
+            loop["cpu_s"] = float(loop["cpu_s"]) * args.ranks / len(sample)  # type: ignore[arg-type]
             label = f"loop: kprof.diagnose x {args.ranks}"
             if len(sample) < args.ranks:
                 label += f" (timed on {len(sample)}, scaled)"
@@ -263,17 +269,18 @@ def main() -> None:
             print(f"  loop: {loop['seconds']:.1f} s", flush=True)
         print()
         print(
-            "| run | time (s) | per rank (s) | peak RSS, gathering process (MB) | loop time / this | "
+            "| run | time (s) | per rank (s) | CPU (s) | peak RSS, gathering process (MB) | loop time / this | "
             "this / (loop time / workers), goal <= 1.1 |"
         )
-        print("|---|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for name, m in rows:
             secs = float(m["seconds"])  # type: ignore[arg-type]
             ratio = f"{float(loop['seconds']) / secs:.2f}x" if loop else "-"  # type: ignore[arg-type]
             w = int(name.split(" worker")[0].split()[-1]) if "worker" in name else 1
             ideal = f"{secs / (float(loop['seconds']) / w):.2f}" if loop else "-"  # type: ignore[arg-type]
             print(
-                f"| {name} | {secs:.1f} | {secs / args.ranks:.2f} | {float(m['peak_rss_mb']):.0f} | {ratio} | {ideal} |"
+                f"| {name} | {secs:.1f} | {secs / args.ranks:.2f} | {float(m['cpu_s']):.1f} | "
+                f"{float(m['peak_rss_mb']):.0f} | {ratio} | {ideal} |"
             )  # type: ignore[arg-type]
         print(f"\n{_load()}")
         job = next((m for n, m in rows if n.startswith("job")), None)
