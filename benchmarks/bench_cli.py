@@ -260,8 +260,8 @@ def main() -> int:
         for rep in [*reports, *many.values()]:
             n = next((k for k, v in many.items() if v == rep), 1)
             fits = n * FLOOR_MB_PER_LAUNCH <= args.floor_max_gb * 1024
-            k, c, b, i, sa, o = measure(
-                rep, args.repeats, args.in_process, fits, Path(tmp) / "cache", args.before
+            k, c, b, i, sa, o = measure(  # a kprof before streaming would hold what the floor holds
+                rep, args.repeats, args.in_process, fits, Path(tmp) / "cache", args.before if fits else None
             )
             note = ""
             if sa is None:  # extrapolated from the floors of this run, linear in the launches

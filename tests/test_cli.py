@@ -191,3 +191,38 @@ def test_sigterm_during_report_leaves_nothing_behind(tmp_path):
     if out.parent.exists():
         assert not list(out.parent.glob(".*.tmp"))
     assert list(tmpdir.iterdir()) == []
+
+
+def test_spooled_output_is_ordered_and_formatted_as_one_json_dump(monkeypatch, capsys, tmp_path):
+    """`kprof diagnose` keeps only each kernel diagnosis's place and prints them at the end: fixes first, then
+    inconclusive, then healthy, each report's launches by importance; the JSON is byte for byte what one
+    json.dump of the ordered list writes (the text, the diagnoses joined by blank lines)."""
+    import contextlib
+
+    from kprof.model import Verdict
+
+    a, b = tmp_path / "a.ncu-rep", tmp_path / "b.ncu-rep"
+    by_report = {
+        str(a): [
+            (1.0, 0, make(file=str(a), verdict=Verdict.HEALTHY, headline="a0 — naïve")),
+            (5.0, 1, make(file=str(a), headline="a1")),
+            (9.0, 2, make(file=str(a), verdict=Verdict.INCONCLUSIVE, headline="a2")),
+        ],
+        str(b): [(2.0, 0, make(file=str(b), headline="b0")), (2.0, 1, make(file=str(b), headline="b1"))],
+    }
+
+    @contextlib.contextmanager
+    def fake(path):
+        yield (
+            len(by_report[str(path)]),
+            iter(reversed(by_report[str(path)])),
+        )  # arrival order is not report order
+
+    monkeypatch.setattr(kprof.api, "kernel_diagnoses", fake)
+    expected = [by_report[str(a)][1][2], by_report[str(b)][0][2], by_report[str(b)][1][2]]
+    expected += [by_report[str(a)][2][2], by_report[str(a)][0][2]]
+    assert main(["diagnose", "--json", str(a), str(b)]) == 0
+    want = json.dumps({"diagnoses": [d.to_dict() for d in expected]}, indent=2, ensure_ascii=False) + "\n"
+    assert capsys.readouterr().out == want
+    assert main(["diagnose", str(a), str(b)]) == 0
+    assert capsys.readouterr().out == "\n\n".join(d.to_text() for d in expected) + "\n"
