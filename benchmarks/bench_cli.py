@@ -120,14 +120,16 @@ def measure(
     base_cmd = [sys.executable, "-c", BASELINE, str(report)]
     sass_cmd = [sys.executable, "-c", BASELINE_SASS, str(report)]
     cached = {"KPROF_CACHE": "1", "KPROF_CACHE_DIR": str(cache)}
-    _time(base_cmd)  # warm the page cache and the .pyc files once, unmeasured
+    if floor:  # (a report whose floor would not fit: the baseline would not either, same reads)
+        _time(base_cmd)  # warm the page cache and the .pyc files once, unmeasured
     _time(kprof_cmd, **cached)  # ... and fill the cache
     if before is not None:
         _time(kprof_cmd, TREE=str(before))  # its .pyc files
     k, c, b, i, s, o = [], [], [], [], [], []
     CPU.clear()
     for _ in range(repeats):
-        b.append(_time(base_cmd))
+        if floor:
+            b.append(_time(base_cmd))
         k.append(_time(kprof_cmd, "kprof"))
         c.append(_time(kprof_cmd, **cached))
         if in_process:
@@ -137,7 +139,14 @@ def measure(
         if before is not None:
             o.append(_time(kprof_cmd, "before", TREE=str(before)))
     med = statistics.median
-    return (med(k), med(c), med(b), med(i) if i else None, med(s) if s else None, med(o) if o else None)
+    return (
+        med(k),
+        med(c),
+        med(b) if b else 0.0,
+        med(i) if i else None,
+        med(s) if s else None,
+        med(o) if o else None,
+    )
 
 
 MEMORY = r"""
@@ -256,7 +265,7 @@ def main() -> int:
             f"{'report':<34} {'baseline s':>10} {'floor s':>8} {'first read s':>12} {'/floor':>6} "
             f"{'cached s':>8} {'/base':>6}{extra}"
         )
-        cold, warm, floors = [], [], {}
+        cold, warm, floors, bases = [], [], {}, {}
         for rep in [*reports, *many.values()]:
             n = next((k for k, v in many.items() if v == rep), 1)
             fits = n * FLOOR_MB_PER_LAUNCH <= args.floor_max_gb * 1024
@@ -267,9 +276,13 @@ def main() -> int:
             if sa is None:  # extrapolated from the floors of this run, linear in the launches
                 (n0, f0), (n1, f1) = sorted(floors.items())[:1][0], sorted(floors.items())[-1]
                 sa = f1 + (n - n1) * (f1 - f0) / max(1, n1 - n0)
-                note = f"  (floor extrapolated from N={n0} and N={n1}: its process would hold ~{n * FLOOR_MB_PER_LAUNCH / 1024:.0f} GB)"
+                b = bases[n1] + (n - n1) * (bases[n1] - bases[n0]) / max(1, n1 - n0)
+                note = (
+                    f"  (baseline and floor extrapolated from N={n0} and N={n1}: their process would hold "
+                    f"~{n * FLOOR_MB_PER_LAUNCH / 1024:.0f} GB)"
+                )
             elif rep == reports[0] or n > 1:
-                floors[n] = sa
+                floors[n], bases[n] = sa, b
             cold.append(k / sa)
             warm.append(c / b)
             tail = (f" {i:12.3f}" if i is not None else "") + (

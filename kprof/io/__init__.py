@@ -105,11 +105,18 @@ def stream_launches(path: str | os.PathLike[str]) -> Iterator[LaunchStream]:
                 try:
                     stream = stream_ncu_report(inner)
                     stream.source = os.fspath(path)
-                    yield stream
+                    try:
+                        yield stream
+                    finally:
+                        stream.close()
                 except KprofInputError as exc:
                     raise KprofInputError(path, f"(decompressed) {exc.reason}") from exc
         else:
-            yield stream_ncu_report(path)
+            stream = stream_ncu_report(path)
+            try:
+                yield stream
+            finally:
+                stream.close()
     except _malformed_data() as exc:
         what = " ".join(str(exc).split()) or "no details"
         raise KprofInputError(path, f"malformed {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {what})") from exc

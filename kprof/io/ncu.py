@@ -210,6 +210,7 @@ def stream_ncu_report(path: str | os.PathLike[str]) -> LaunchStream:
         )
     said: list[str] = []
     stream = _reader().stream(p, WORKER_IDLE_S, structure.results, said)
+    stream.readers.append(stream.launches)
     stream.launches = _kept(stream, stream.launches, ncu_cache.writer(entry), said)
     return stream
 

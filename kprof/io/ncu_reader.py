@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from kprof.errors import KprofError, KprofInputError, MissingToolError
 from kprof.io.ncu_action import join_sass
-from kprof.io.ncu_structure import capture_version
+from kprof.io.ncu_structure import capture_version, check_report_structure
 from kprof.kernel_model import KernelLaunch, KernelProfile, Metric, SassLine
 from kprof.lifetime import owned_tempdir, remove_stale_temporaries
 
@@ -229,9 +229,18 @@ class LaunchStream:
     tool_version: str | None = None
     notes: list[str] = field(default_factory=list)
     format: str = "ncu-rep"
+    readers: list[Any] = field(default_factory=list)
+    """The generators that ``launches`` draws on (closed by :meth:`close`)."""
 
     def __iter__(self) -> Iterator[KernelLaunch]:
         return self.launches
+
+    def close(self) -> None:
+        """Stop reading (what is still being read is abandoned, its readers stopped)."""
+        for it in (self.launches, *reversed(self.readers)):
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
 
     def profile(self) -> KernelProfile:
         """All of it as one :class:`KernelProfile` (launches in report order)."""
@@ -311,7 +320,7 @@ class _Reader:
         """Read ``p`` in the reader processes (started when none runs; they leave after ``idle_s``
         without a request). What they printed while they read (passed on to stderr) is added to
         ``printed``."""
-        return self.stream(p, idle_s, 1, printed).profile()
+        return self.stream(p, idle_s, check_report_structure(p).results, printed).profile()
 
     def stream(self, p: str, idle_s: float, expected: int, printed: list[str] | None = None) -> LaunchStream:
         """The launches of ``p`` as they are read; ``expected`` (the report's result entries, from its
@@ -321,7 +330,7 @@ class _Reader:
         gen = self._launches(p, idle_s, expected, printed, holder)
         total = next(gen)
         assert isinstance(total, int)
-        stream = LaunchStream(source=p, total=total, launches=_only_launches(gen))
+        stream = LaunchStream(source=p, total=total, launches=_only_launches(gen), readers=[gen])
         holder["stream"] = stream
         return stream
 
@@ -437,7 +446,9 @@ class _Reader:
         done = False
         try:
             total = self._open(p, idle_s, os.path.join(tmp, "open.pickle"))
-            split = split and total == 1
+            if split and total != 1:  # its structure said one launch, ncu_report more: no listing is awaited
+                self.warm.kill()
+                split = False
             yield total
             yield from self._chunks(p, total, split, tmp, listing_out, holder)
             done = True
