@@ -165,7 +165,8 @@ with open(os.devnull, "w") as out:
 sys.stdout = sys.__stdout__
 if ncu._READER is not None:
     ncu._READER.stop()  # the readers end and are waited for: their peak is in RUSAGE_CHILDREN
-me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# this process's own high-water mark (ru_maxrss of RUSAGE_SELF keeps the forking parent's across exec)
+me = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))
 readers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"rc": rc, "parent_mb": me / 1024, "reader_mb": readers / 1024}))
 """
@@ -200,16 +201,17 @@ def many_launches(report: Path, copies: int, folder: Path) -> Path:
     data = report.read_bytes()
     (n,) = struct.unpack("<I", data[4:8])
     pos = 8 + n
-    out = [data[:pos]]
-    while pos < len(data):
-        start = pos
-        (n,) = struct.unpack("<I", data[pos : pos + 4])
-        fields = _protobuf_ints(data[pos + 4 : pos + 4 + n])
-        end = pos + 4 + n + fields.get(5, 0)
-        out.append(data[start:end] * (copies if fields.get(2, 0) else 1))
-        pos = end
     dst = folder / f"{report.stem}.x{copies}.ncu-rep"
-    dst.write_bytes(b"".join(out))
+    with open(dst, "wb") as out:  # written block by block: this process stays small (its children inherit
+        out.write(data[:pos])  # its peak RSS as theirs)
+        while pos < len(data):
+            start = pos
+            (n,) = struct.unpack("<I", data[pos : pos + 4])
+            fields = _protobuf_ints(data[pos + 4 : pos + 4 + n])
+            end = pos + 4 + n + fields.get(5, 0)
+            for _ in range(copies if fields.get(2, 0) else 1):
+                out.write(data[start:end])
+            pos = end
     return dst
 
 
