@@ -17,10 +17,14 @@ Measured, each in a fresh Python process so that its peak RSS is its own
 
 - ``job, 1 worker`` / ``job, 2 workers``: ``kprof.diagnose_job(files, workers=W)``, end to end
   (per-rank load + reduction + the rank's own diagnosis in the pool, then the job diagnosis);
+- ``job, Dask LocalCluster of W worker processes`` (``--dask W``, default 2): the same on a
+  ``distributed.LocalCluster`` (one thread per worker process) started in the measured process; its
+  start is included in the time and printed apart;
 - ``loop``: ``kprof.diagnose(path)`` for each of the files in turn, in one process (what one
   would do without the job view; it gives no job verdict).
 
-The ratio column is the loop's time over the row's time.
+The ratio columns are the loop's time over the row's time, and the row's time over the loop's divided
+by the row's workers (goal, issue 26: at most 1.1). The machine's load average is printed with each row.
 """
 
 from __future__ import annotations
@@ -161,16 +165,32 @@ if mode == "job":
     ds = kprof.diagnose_job(files, workers=int(arg), progress=False)
     d = ds[0]
     out = {"bottleneck": d.bottleneck.value if d.bottleneck else None, "headline": d.headline, "n": len(ds)}
+elif mode == "dask":
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=int(arg), threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+        out["cluster_start_s"] = time.perf_counter() - t0
+        ds = kprof.diagnose_job(files, engine="dask", scheduler=client, progress=False)
+    d = ds[0]
+    out.update({"bottleneck": d.bottleneck.value if d.bottleneck else None, "headline": d.headline, "n": len(ds)})
 else:
     n = 0
     for f in files:
         n += len(kprof.diagnose(f))
     out = {"n": n}
 out["seconds"] = time.perf_counter() - t0
+import os as _os
+_t = _os.times()  # this process and its workers, once they have ended (the pool's and the cluster's)
+out["cpu_s"] = _t.user + _t.system + _t.children_user + _t.children_system
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))
 """
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} (1 / 5 min), {os.cpu_count()} CPUs"
 
 
 def measure(mode: str, arg: str, files: list[str]) -> dict[str, object]:
@@ -193,6 +213,13 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=200_000, help="kernels per (non-straggler) rank")
     ap.add_argument("--straggler", type=int, default=37, help="the rank made slow")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument(
+        "--dask",
+        type=int,
+        nargs="*",
+        default=[2],
+        help="also run on a Dask LocalCluster of this many workers",
+    )
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     ap.add_argument("--no-loop", action="store_true", help="skip the single-rank loop")
@@ -207,6 +234,7 @@ def main() -> None:
     tmp = args.data_dir or Path(tempfile.mkdtemp(prefix="kprof-bench-jobs-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
+        args.straggler = min(args.straggler, args.ranks - 1)
         files, info = build(tmp, args.ranks, args.kernels, args.straggler)
         print(
             f"{args.ranks} ranks: {info['kernels']:,} kernels, {info['api']:,} API calls, {info['steps']:,} steps per "
@@ -215,29 +243,46 @@ def main() -> None:
             flush=True,
         )
         rows: list[tuple[str, dict[str, object]]] = []
+        print(f"  {_load()}", flush=True)
         for w in args.workers:
             rows.append((f"job, {w} worker{'s' if w != 1 else ''}", measure("job", str(w), files)))
-            print(f"  {rows[-1][0]}: {rows[-1][1]['seconds']:.1f} s", flush=True)
+            print(f"  {rows[-1][0]}: {rows[-1][1]['seconds']:.1f} s ({_load()})", flush=True)
+        for w in args.dask:
+            rows.append((f"job, Dask LocalCluster of {w} worker processes", measure("dask", str(w), files)))
+            m = rows[-1][1]
+            print(
+                f"  {rows[-1][0]}: {m['seconds']:.1f} s, cluster start {m['cluster_start_s']:.1f} s ({_load()})",
+                flush=True,
+            )
         loop = None
         if not args.no_loop:
             k = args.loop_sample or args.ranks
-            sample = files[:k] if args.straggler < k else [*files[: k - 1], files[args.straggler]]
+            straggler = min(args.straggler, args.ranks - 1)
+            sample = files[:k] if straggler < k else [*files[: k - 1], files[straggler]]
             loop = measure("loop", "", sample)
             loop["seconds"] = float(loop["seconds"]) * args.ranks / len(sample)  # type: ignore[arg-type]
+            loop["cpu_s"] = float(loop["cpu_s"]) * args.ranks / len(sample)  # type: ignore[arg-type]
             label = f"loop: kprof.diagnose x {args.ranks}"
             if len(sample) < args.ranks:
                 label += f" (timed on {len(sample)}, scaled)"
             rows.append((label, loop))
             print(f"  loop: {loop['seconds']:.1f} s", flush=True)
         print()
-        print("| run | time (s) | per rank (s) | peak RSS, gathering process (MB) | loop time / this |")
-        print("|---|---:|---:|---:|---:|")
+        print(
+            "| run | time (s) | per rank (s) | CPU (s) | peak RSS, gathering process (MB) | loop time / this | "
+            "this / (loop time / workers), goal <= 1.1 |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for name, m in rows:
             secs = float(m["seconds"])  # type: ignore[arg-type]
             ratio = f"{float(loop['seconds']) / secs:.2f}x" if loop else "-"  # type: ignore[arg-type]
+            w = int(name.split(" worker")[0].split()[-1]) if "worker" in name else 1
+            ideal = f"{secs / (float(loop['seconds']) / w):.2f}" if loop else "-"  # type: ignore[arg-type]
             print(
-                f"| {name} | {secs:.1f} | {secs / args.ranks:.2f} | {float(m['peak_rss_mb']):.0f} | {ratio} |"
+                f"| {name} | {secs:.1f} | {secs / args.ranks:.2f} | {float(m['cpu_s']):.1f} | "
+                f"{float(m['peak_rss_mb']):.0f} | {ratio} | {ideal} |"
             )  # type: ignore[arg-type]
+        print(f"\n{_load()}")
         job = next((m for n, m in rows if n.startswith("job")), None)
         if job:
             print(f"\njob verdict: [{job['bottleneck']}] {job['headline']}")

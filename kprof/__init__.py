@@ -10,10 +10,40 @@ the judgements, numpy, the job engine and the renderers are imported when first 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import sys as _sys
 
-from kprof import renderers as _renderers
-from kprof._version import __version__
+
+def _command_line_args() -> list[str] | None:
+    """The arguments of ``kprof ...`` / ``python -m kprof ...`` while this package is imported for it,
+    else None (an ``import kprof`` in a program)."""
+    argv, orig = _sys.argv, getattr(_sys, "orig_argv", [])
+    if (
+        argv
+        and argv[0] == "-m"
+        and "-m" in orig
+        and orig[orig.index("-m") + 1 : orig.index("-m") + 2] == ["kprof"]
+    ):
+        return argv[1:]
+    main = _sys.modules.get("__main__")
+    if (
+        argv
+        and argv[0].removesuffix(".exe").endswith(("/kprof", "\\kprof"))
+        and getattr(main, "__file__", None) == argv[0]
+    ):
+        return argv[1:]
+    return None
+
+
+if (_args := _command_line_args()) and _args[0] == "diagnose":
+    # Start reading the first .ncu-rep now, while the command line imports the rest of kprof.
+    from kprof.io.ncu import prestart as _prestart
+
+    _prestart(_args)
+
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+from kprof import renderers as _renderers  # noqa: E402
+from kprof._version import __version__  # noqa: E402
 
 
 def _presentation() -> Any:

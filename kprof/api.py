@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kprof.errors import KprofInputError
@@ -70,6 +70,10 @@ def diagnose(source: Any, *, timeline: Any = None) -> list[Diagnosis]:
     """
     path: str | None = None
     obj = source
+    if isinstance(source, str | os.PathLike) and timeline is None and _is_kernel_report(source):
+        with kernel_diagnoses(source) as (_total, scored):
+            ranked = sorted(scored, key=lambda t: (-t[0], t[1]))
+        return [d for _, _, d in ranked]
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
         importing = _import_while_loading(path)
@@ -108,6 +112,50 @@ def diagnose(source: Any, *, timeline: Any = None) -> list[Diagnosis]:
     if not result:
         raise KprofInputError(path or "<input>", "produced no diagnosis (nothing to diagnose)")
     return [d if d.file else dataclasses.replace(d, file=path) for d in result]
+
+
+def _is_kernel_report(path: PathLike) -> bool:
+    """An ``.ncu-rep`` (or ``.ncu-rep.gz``) by its name (:func:`~kprof.io.files.detect_format` checks it)."""
+    return os.fspath(path).lower().endswith((".ncu-rep", ".ncu-rep.gz"))
+
+
+@contextlib.contextmanager
+def kernel_diagnoses(
+    path: PathLike,
+) -> Iterator[tuple[int, Iterator[tuple[float, int, Diagnosis]]]]:
+    """The diagnoses of an ``.ncu-rep`` report's launches as they are read, without holding the launches:
+    ``(number of launches, iterator of (importance, launch id, diagnosis))`` in the order the launches
+    arrive. :func:`diagnose` sorts them (importance first, then launch id).
+
+    Examples
+    --------
+    >>> with kernel_diagnoses("report.ncu-rep") as (n, scored):  # doctest: +SKIP
+    ...     worst = max(scored, key=lambda t: t[0])[2]
+    """
+    from kprof.io import stream_launches
+
+    p = os.fspath(path)
+    importing = _import_while_loading(p)
+    try:
+        with stream_launches(path) as launches:
+            if importing is not None:
+                importing.join()
+                importing = None
+            from kprof.diagnose.kernel import scored_diagnoses
+            from kprof.io.program import program_for
+
+            program = program_for(launches.source, None) or None  # as kprof.io.load gives a report
+
+            def scored() -> Iterator[tuple[float, int, Diagnosis]]:
+                for score, i, d in scored_diagnoses(
+                    launches, launches.source, launches.format, program=program
+                ):
+                    yield score, i, d if d.file else dataclasses.replace(d, file=p)
+
+            yield launches.total, scored()
+    finally:
+        if importing is not None:
+            importing.join()
 
 
 def diagnose_many(paths: Iterable[PathLike]) -> list[Diagnosis]:

@@ -67,10 +67,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                 expanded.append(p)
         paths = expanded
     captures: list[Any] = []  # timeline captures and jobs, in the order given (each its verdict first)
-    launches: list[Any] = []  # kernel launches of every report, ordered across reports below
 
-    def emit(diags: list[Any]) -> None:
-        (launches if diags and diags[0].subject.kind == "kernel" else captures).extend(diags)
+    spool = _Spool(args.json)
+
+    def emit(diags: list[Any], n: int = -1) -> None:
+        if diags and diags[0].subject.kind == "kernel":
+            spool.add(n, diags)
+        else:
+            captures.extend(diags)
 
     def fail(where: str, exc: Exception) -> None:
         nonlocal status
@@ -120,7 +124,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     for files in jobs:
         run_job(files)
-    for path in paths:
+    for n, path in enumerate(paths):
         if path in empty:
             fail(path, empty[path])
             continue
@@ -130,18 +134,136 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         if path in in_job:
             continue
         try:
+            if _is_kernel_report(path):
+                spool.report(n, path)  # launch by launch: a long report is never held whole
+                continue
             diags = diagnose(path)
         except Exception as exc:
             fail(path, exc)
             continue
-        emit(diags)
-    ordered = captures + sorted(launches, key=lambda d: _VERDICT_RANK.get(d.verdict.value, 1))
-    if args.json:
-        json.dump({"diagnoses": [d.to_dict() for d in ordered]}, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    elif ordered:
-        print("\n\n".join(d.to_text() for d in ordered))
+        emit(diags, n)
+    spool.write(captures, sys.stdout)
     return status
+
+
+class _Spool:
+    """The kernel diagnoses of ``.ncu-rep`` reports, each written out (text or JSON) as its launch is
+    diagnosed, kept in a temporary file and printed at the end in the order of :func:`cmd_diagnose`
+    (fixes first, then inconclusive, then healthy; within a report the launch whose fix wins the most
+    time first): what is held per launch is its place in that order, so memory does not grow with the
+    report. A progress bar shows on stderr when a report takes more than :data:`PROGRESS_AFTER_S`
+    (a terminal only, and not with ``--json``)."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.file: Any = None
+        self.keys: list[tuple[int, int, float, int, int, int]] = []  # rank, report, order, id, where
+
+    def report(self, n: int, path: str) -> None:
+        from kprof.api import kernel_diagnoses
+
+        keys = len(self.keys)
+        start = self.file.seek(0, os.SEEK_END) if self.file is not None else 0
+        try:
+            with kernel_diagnoses(path) as (total, scored):
+                progress = _Progress(total, path, enabled=not self.as_json and _stderr_is_terminal())
+                try:
+                    for score, i, d in scored:
+                        self._put(n, -score, i, d)
+                        progress.step()
+                finally:
+                    progress.close()
+        except BaseException:
+            del self.keys[keys:]  # a report that fails says nothing but its error
+            if self.file is not None:
+                self.file.truncate(start)
+            raise
+
+    def add(self, n: int, diags: list[Any]) -> None:
+        """The kernel diagnoses of report ``n`` (a CSV export), already in their order."""
+        for j, d in enumerate(diags):
+            self._put(n, float(j), 0, d)
+
+    def _put(self, n: int, order: float, i: int, d: Any) -> None:
+        if self.file is None:
+            import tempfile
+
+            self.file = tempfile.TemporaryFile()  # noqa: SIM115 - read back at the end
+        data = (_json_item(d.to_dict()) if self.as_json else d.to_text()).encode()
+        pos = self.file.seek(0, os.SEEK_END)
+        self.file.write(data)
+        self.keys.append((_VERDICT_RANK.get(d.verdict.value, 1), n, order, i, pos, len(data)))
+
+    def write(self, captures: list[Any], out: Any) -> None:
+        """The captures' diagnoses (``captures``, in order), then every kernel's, ranked."""
+        parts = [_json_item(d.to_dict()) if self.as_json else d.to_text() for d in captures]
+        parts += [self._read(k) for k in sorted(self.keys)]
+        if self.as_json:
+            out.write(
+                '{\n  "diagnoses": [\n' + ",\n".join(parts) + "\n  ]\n}\n"
+                if parts
+                else '{\n  "diagnoses": []\n}\n'
+            )
+        elif parts:
+            out.write("\n\n".join(parts) + "\n")
+        if self.file is not None:
+            self.file.close()
+
+    def _read(self, key: tuple[int, int, float, int, int, int]) -> str:
+        self.file.seek(key[4])
+        return str(self.file.read(key[5]).decode())
+
+
+def _json_item(d: Any) -> str:
+    """One entry of ``{"diagnoses": [...]}`` as ``json.dump(..., indent=2)`` writes it there."""
+    return "\n".join("    " + ln for ln in json.dumps(d, indent=2, ensure_ascii=False).split("\n"))
+
+
+def _is_kernel_report(path: str) -> bool:
+    return path.lower().endswith((".ncu-rep", ".ncu-rep.gz"))
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+PROGRESS_AFTER_S = 1.0
+"""A report whose launches have taken longer than this gets a progress bar (a user waits visibly)."""
+
+
+class _Progress:
+    """A tqdm bar on stderr for the launches of one report, shown once it has taken over
+    :data:`PROGRESS_AFTER_S` and removed when done (tqdm is imported then, never for a quick run)."""
+
+    def __init__(self, total: int, what: str, enabled: bool) -> None:
+        self.total, self.what, self.enabled = total, what, enabled
+        self.t0 = time.perf_counter()
+        self.done = 0
+        self.bar: Any = None
+
+    def step(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.enabled and self.done < self.total and time.perf_counter() - self.t0 > PROGRESS_AFTER_S:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=self.total,
+                initial=self.done,
+                desc=os.path.basename(self.what),
+                unit="launch",
+                file=sys.stderr,
+                leave=False,
+            )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

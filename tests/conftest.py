@@ -36,6 +36,26 @@ def ncu_sample_bytes(name: str) -> bytes:
     return gzip.decompress(gz.read_bytes()) if gz.is_file() else b""
 
 
+def ncu_copies(data: bytes, copies: int) -> bytes:
+    """A report whose every launch (result block) is repeated ``copies`` times, as a long profiling session
+    of the same kernel writes it (what ``benchmarks/bench_cli.py --many`` builds; the framing is that of
+    :func:`kprof.io.ncu_structure.check_report_structure`)."""
+    import struct
+
+    from kprof.io.ncu_structure import _protobuf_ints
+
+    (n,) = struct.unpack("<I", data[4:8])
+    pos = 8 + n
+    out = [data[:pos]]
+    while pos < len(data):
+        (n,) = struct.unpack("<I", data[pos : pos + 4])
+        fields = _protobuf_ints(data[pos + 4 : pos + 4 + n])
+        end = pos + 4 + n + fields.get(5, 0)
+        out.append(data[pos:end] * (copies if fields.get(2, 0) else 1))
+        pos = end
+    return b"".join(out)
+
+
 @pytest.fixture(scope="session")
 def plain_ncu(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """``plain_ncu(NAME)``: the sample report ``NAME`` as a plain ``NAME.ncu-rep``, decompressed once per

@@ -16,6 +16,18 @@ from kprof.cli import main
 from .test_model import make
 
 
+def _reported(monkeypatch, diags) -> None:
+    """``kprof diagnose X.ncu-rep`` diagnoses ``diags`` (the CLI reads a report launch by launch through
+    kprof.api.kernel_diagnoses: importance, launch id, diagnosis, in the order they arrive)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def fake(path):
+        yield len(diags), iter([(float(len(diags) - i), i, d) for i, d in enumerate(diags)])
+
+    monkeypatch.setattr(kprof.api, "kernel_diagnoses", fake)
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kprof", *args], capture_output=True, text=True, timeout=120)
 
@@ -23,7 +35,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_json_contract(monkeypatch, capsys, tmp_path):
     f = tmp_path / "x.ncu-rep"
     f.write_bytes(b"whatever")
-    monkeypatch.setattr(kprof.api, "diagnose", lambda p: [make(file=str(p)), make(file=str(p))])
+    _reported(monkeypatch, [make(file=str(f)), make(file=str(f))])
     assert main(["diagnose", "--json", str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["diagnoses"]
@@ -41,7 +53,7 @@ def test_json_contract(monkeypatch, capsys, tmp_path):
 def test_text_output_has_headline(monkeypatch, capsys, tmp_path):
     f = tmp_path / "x.ncu-rep"
     f.write_bytes(b"whatever")
-    monkeypatch.setattr(kprof.api, "diagnose", lambda p: [make()])
+    _reported(monkeypatch, [make()])
     assert main(["diagnose", str(f)]) == 0
     out = capsys.readouterr().out
     assert "Global loads use 32 sectors per request" in out
@@ -212,3 +224,38 @@ def test_sigterm_during_report_leaves_nothing_behind(tmp_path):
     if out.parent.exists():
         assert not list(out.parent.glob(".*.tmp"))
     assert list(tmpdir.iterdir()) == []
+
+
+def test_spooled_output_is_ordered_and_formatted_as_one_json_dump(monkeypatch, capsys, tmp_path):
+    """`kprof diagnose` keeps only each kernel diagnosis's place and prints them at the end: fixes first, then
+    inconclusive, then healthy, each report's launches by importance; the JSON is byte for byte what one
+    json.dump of the ordered list writes (the text, the diagnoses joined by blank lines)."""
+    import contextlib
+
+    from kprof.model import Verdict
+
+    a, b = tmp_path / "a.ncu-rep", tmp_path / "b.ncu-rep"
+    by_report = {
+        str(a): [
+            (1.0, 0, make(file=str(a), verdict=Verdict.HEALTHY, headline="a0 — naïve")),
+            (5.0, 1, make(file=str(a), headline="a1")),
+            (9.0, 2, make(file=str(a), verdict=Verdict.INCONCLUSIVE, headline="a2")),
+        ],
+        str(b): [(2.0, 0, make(file=str(b), headline="b0")), (2.0, 1, make(file=str(b), headline="b1"))],
+    }
+
+    @contextlib.contextmanager
+    def fake(path):
+        yield (
+            len(by_report[str(path)]),
+            iter(reversed(by_report[str(path)])),
+        )  # arrival order is not report order
+
+    monkeypatch.setattr(kprof.api, "kernel_diagnoses", fake)
+    expected = [by_report[str(a)][1][2], by_report[str(b)][0][2], by_report[str(b)][1][2]]
+    expected += [by_report[str(a)][2][2], by_report[str(a)][0][2]]
+    assert main(["diagnose", "--json", str(a), str(b)]) == 0
+    want = json.dumps({"diagnoses": [d.to_dict() for d in expected]}, indent=2, ensure_ascii=False) + "\n"
+    assert capsys.readouterr().out == want
+    assert main(["diagnose", str(a), str(b)]) == 0
+    assert capsys.readouterr().out == "\n\n".join(d.to_text() for d in expected) + "\n"

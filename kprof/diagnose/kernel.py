@@ -24,6 +24,7 @@ computed by :func:`metric_value`, so a later ``compare`` can read them from the 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kprof.diagnose.localize import localized
@@ -172,22 +173,40 @@ def diagnose_kernels(profile: KernelProfile, timeline: Any = None) -> list[Diagn
     >>> ds[0].bottleneck.value  # doctest: +SKIP
     'small_grid'
     """
-    scored: list[tuple[float, int, Diagnosis]] = []
-    for k in profile.launches:
+    scored = list(
+        scored_diagnoses(
+            profile.launches, profile.source, profile.format, timeline, program=profile.program or None
+        )
+    )
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [d for _, _, d in scored]
+
+
+def scored_diagnoses(
+    launches: Iterable[KernelLaunch],
+    source: str,
+    source_format: str,
+    timeline: Any = None,
+    *,
+    program: str | None = None,
+) -> Iterator[tuple[float, int, Diagnosis]]:
+    """(importance, launch id, diagnosis) of each launch, in the order given: what
+    :func:`diagnose_kernels` sorts (importance first, then id), for launches that arrive one at a time.
+    ``program`` is the profiled program's command line (``KernelProfile.program``) that the suggested
+    commands run."""
+    for k in launches:
         tl, coop = _timeline_matches(timeline, k) if timeline is not None else ([], False)
         d = diagnose_launch(
             k,
             duration_ns=statistics.median(tl) if tl else None,
-            source_format=profile.format,
+            source_format=source_format,
             cooperative=coop,
-            source=profile.source,
-            program=profile.program or None,
+            source=source,
+            program=program,
         )
         dur = (statistics.median(tl) if tl else k.value(DURATION)) or 0.0
         weight = {Verdict.FIX: 1.0, Verdict.INCONCLUSIVE: 0.5, Verdict.HEALTHY: 0.1}[d.verdict]
-        scored.append((dur * weight, k.id, d))
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    return [d for _, _, d in scored]
+        yield (dur * weight, k.id, d)
 
 
 __all__ = [
@@ -199,5 +218,6 @@ __all__ = [
     "has_tensor_cores",
     "kernel_floor_ns",
     "metric_value",
+    "scored_diagnoses",
     "stall_reasons",
 ]

@@ -10,9 +10,11 @@ into one too, so a bad file never surfaces as a traceback or an "internal error"
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kprof.errors import KprofInputError
@@ -28,6 +30,7 @@ from kprof.io.files import (
 )
 
 if TYPE_CHECKING:
+    from kprof.io.ncu_reader import LaunchStream
     from kprof.kernel_model import KernelProfile
     from kprof.timeline_model import Timeline
 
@@ -73,6 +76,47 @@ def load(path: str | os.PathLike[str]) -> Timeline | KernelProfile:
                 except KprofInputError as exc:
                     raise KprofInputError(path, f"(decompressed) {exc.reason}") from exc
         return _with_program(_load(path, fmt))
+    except _malformed_data() as exc:
+        what = " ".join(str(exc).split()) or "no details"
+        raise KprofInputError(path, f"malformed {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {what})") from exc
+    except OSError as exc:
+        raise KprofInputError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def stream_launches(path: str | os.PathLike[str]) -> Iterator[LaunchStream]:
+    """The launches of an ``.ncu-rep`` (or ``.ncu-rep.gz``) as they are read, without holding them all
+    (:func:`kprof.io.ncu.stream_ncu_report`); errors while reading are :func:`load`'s.
+
+    Examples
+    --------
+    >>> with stream_launches("report.ncu-rep") as launches:  # doctest: +SKIP
+    ...     for k in launches:
+    ...         print(k.id, k.name)
+    """
+    from kprof.io.ncu import stream_ncu_report
+
+    fmt = detect_format(path)
+    if fmt != "ncu-rep":
+        raise ValueError(f"{path}: not an .ncu-rep report ({fmt})")
+    try:
+        if is_gzipped_name(path):
+            with decompressed(path) as inner:
+                try:
+                    stream = stream_ncu_report(inner)
+                    stream.source = os.fspath(path)
+                    try:
+                        yield stream
+                    finally:
+                        stream.close()
+                except KprofInputError as exc:
+                    raise KprofInputError(path, f"(decompressed) {exc.reason}") from exc
+        else:
+            stream = stream_ncu_report(path)
+            try:
+                yield stream
+            finally:
+                stream.close()
     except _malformed_data() as exc:
         what = " ".join(str(exc).split()) or "no details"
         raise KprofInputError(path, f"malformed {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {what})") from exc

@@ -41,12 +41,18 @@ def _load_action(
     notes: list[str],
     listings: dict[tuple[str | None, tuple[int, ...]], _Listing] | None = None,
     units: dict[str, str] | None = None,
+    pending: list[PendingSass] | None = None,
 ) -> KernelLaunch:
     """One launch. ``listings`` and ``units`` carry what one launch read to the report's next ones: each
     function's SASS (:func:`_listing`) and each metric's unit. A unit belongs to the metric's name (its
     definition), not to the launch: over the 40 first launches of every report here (89 reports, 191,412
     unit reads) no name had two units; ``IMetric.unit()`` costs 45-70 µs, 0.1-0.16 s per launch of 2,240
-    metrics."""
+    metrics.
+
+    With ``pending`` (a list), the function's SASS is not read here: another process reads it
+    (:func:`read_listing`) while this one reads the metrics, and :func:`join_sass` puts the two together.
+    The launch is returned without SASS and source files, and what the join needs (the per-PC counters
+    that can belong to the listing) is appended to ``pending``."""
     name = action.name()
     if name is None:
         raise KprofInputError(
@@ -102,7 +108,14 @@ def _load_action(
         )
 
     mangled = _safe_name(action, ncu_report.IAction.NameBase_MANGLED)
-    sass = _load_sass(action, metrics, instanced, listings, mangled or name)
+    sass: tuple[SassLine, ...] = ()
+    source_files: dict[str, str] = {}
+    if pending is None:
+        sass = _load_sass(action, metrics, instanced, listings, mangled or name)
+        source_files = _source_files(action, {s.file for s in sass if s.file})
+    else:
+        starts = _function_starts(instanced)
+        pending.append(PendingSass(mangled or name, tuple(starts), _counter_candidates(instanced, starts)))
     return KernelLaunch(
         id=index,
         name=name,
@@ -119,7 +132,7 @@ def _load_action(
         metrics=metrics,
         rules=_rules(action),
         sass=sass,
-        source_files=_source_files(action, sass),
+        source_files=source_files,
         sections=_sections(action),
     )
 
@@ -236,9 +249,9 @@ def _rules(action: Any) -> tuple[RuleResult, ...]:
     return tuple(out)
 
 
-def _source_files(action: Any, sass: tuple[SassLine, ...]) -> dict[str, str]:
-    """Path -> text of the source files the SASS maps to (text ``""`` when the report did not embed it)."""
-    wanted = {s.file for s in sass if s.file}
+def _source_files(action: Any, wanted: set[str]) -> dict[str, str]:
+    """Path -> text of the source files the SASS maps to (``wanted``; text ``""`` when the report did not
+    embed it)."""
     if not wanted:
         return {}
     try:
@@ -323,6 +336,19 @@ def _listing(
     return listing
 
 
+def _function_starts(instanced: Mapping[str, Any]) -> list[int]:
+    """The function's entry PCs (``launch__function_pcs``)."""
+    fpcs = instanced.get("launch__function_pcs")
+    starts: list[int] = []
+    if fpcs is not None:
+        for i in range(fpcs.num_instances()):
+            try:
+                starts.append(int(fpcs.value(i)))
+            except Exception:
+                continue
+    return starts
+
+
 def _load_sass(
     action: Any,
     metrics: Mapping[str, Metric],
@@ -334,23 +360,38 @@ def _load_sass(
 
     ``listings`` caches each function's text and source lines for the report's other launches
     (:func:`_listing`); the per-PC counters are each launch's own."""
-    fpcs = instanced.get("launch__function_pcs")
-    starts: list[int] = []
-    if fpcs is not None:
-        for i in range(fpcs.num_instances()):
-            try:
-                starts.append(int(fpcs.value(i)))
-            except Exception:
-                continue
+    starts = _function_starts(instanced)
     if not starts:
         return ()
     listing = _listing(action, starts, listings, function)
-    text_by_pc = listing.text_by_pc
-    if not text_by_pc:
+    if not listing.text_by_pc:
         return ()
+    return _sass_lines(listing, _pc_counters(_counter_candidates(instanced, starts), listing.text_by_pc))
 
-    # Per-PC counters: instanced metrics whose correlation ids are PCs of this function.
-    counters: dict[int, dict[str, float]] = {}
+
+Candidates = list[tuple[str, int, list[tuple[int, float]]]]
+"""Per-PC counters that can belong to a listing: (metric name, its first correlation id, (PC, value) pairs)."""
+
+
+def _could_be_listed(starts: list[int]) -> Callable[[int], bool]:
+    """Whether a PC can be in the listing walked from ``starts`` (:func:`_walk_listing`: at most
+    :data:`MAX_SASS_LINES` instructions of 16 bytes from an entry PC). A superset of the listing's PCs,
+    known before the listing is read."""
+    span = MAX_SASS_LINES * SASS_BYTES_PER_INSTRUCTION
+    if len(starts) == 1:
+        s0 = starts[0]
+        return lambda pc: 0 <= pc - s0 < span and not (pc - s0) % SASS_BYTES_PER_INSTRUCTION
+    return lambda pc: any(0 <= pc - s < span and not (pc - s) % SASS_BYTES_PER_INSTRUCTION for s in starts)
+
+
+def _counter_candidates(instanced: Mapping[str, Any], starts: list[int]) -> Candidates:
+    """The per-PC counters: instanced metrics whose correlation ids are PCs of this function, read for
+    the PCs that can be in its listing (:func:`_could_be_listed`); :func:`_pc_counters` keeps those of
+    the listing's own PCs."""
+    out: Candidates = []
+    if not starts:
+        return out
+    listed = _could_be_listed(starts)
     for mname, m in instanced.items():
         if mname.startswith("launch__"):
             continue
@@ -363,20 +404,39 @@ def _load_sass(
             continue
         cid_at = _instance_reader(cids)
         first = _as_int(cid_at, 0)
-        if first is None or first not in text_by_pc:
+        if first is None or not listed(first):
             continue
         value_at = _instance_reader(m)
+        pairs: list[tuple[int, float]] = []
         for i in range(n):
             pci = _as_int(cid_at, i)
-            if pci is None or pci not in text_by_pc:
+            if pci is None or not listed(pci):
                 continue
             try:
                 v = value_at(i)
             except Exception:
                 continue
             if isinstance(v, int | float) and not isinstance(v, bool):
-                counters.setdefault(pci, {})[mname] = float(v)
+                pairs.append((pci, float(v)))
+        out.append((mname, first, pairs))
+    return out
 
+
+def _pc_counters(candidates: Candidates, text_by_pc: Mapping[int, str]) -> dict[int, dict[str, float]]:
+    """PC -> metric -> value: the candidates whose first correlation id is a PC of the listing, at the
+    listing's PCs (in the metrics' order)."""
+    counters: dict[int, dict[str, float]] = {}
+    for mname, first, pairs in candidates:
+        if first not in text_by_pc:
+            continue
+        for pci, v in pairs:
+            if pci in text_by_pc:
+                counters.setdefault(pci, {})[mname] = v
+    return counters
+
+
+def _sass_lines(listing: _Listing, counters: Mapping[int, dict[str, float]]) -> tuple[SassLine, ...]:
+    text_by_pc = listing.text_by_pc
     lines: list[SassLine] = []
     for pc in sorted(text_by_pc):
         file, line = listing.source[pc]
@@ -384,6 +444,63 @@ def _load_sass(
             SassLine(pc=pc, text=text_by_pc[pc], file=file, line=line, counters=counters.get(pc, {}))
         )
     return tuple(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSass:
+    """What a launch read without its SASS needs from the listing (:func:`join_sass`)."""
+
+    function: str | None
+    starts: tuple[int, ...]
+    candidates: Candidates
+
+
+@dataclass(frozen=True, slots=True)
+class ListingRead:
+    """One launch's SASS listing read on its own (:func:`read_listing`), with its source files."""
+
+    function: str | None
+    starts: tuple[int, ...]
+    listing: _Listing | None
+    source_files: dict[str, str]
+
+
+def read_listing(action: Any, ncu_report: Any) -> ListingRead | None:
+    """The SASS half of :func:`_load_action` for ``action``: its function's listing and the source files
+    it maps to. None when the launch has no name or no metrics (the other half says why)."""
+    name = action.name()
+    if name is None or not list(action.metric_names()):
+        return None
+    fpcs = action.metric_by_name("launch__function_pcs")
+    instanced: dict[str, Any] = {}
+    if fpcs is not None:  # as _load_action keeps it: an instanced metric with correlation ids
+        try:
+            n_inst = fpcs.num_instances()
+        except Exception:
+            n_inst = 0
+        if n_inst > 0 and fpcs.has_correlation_ids():
+            instanced["launch__function_pcs"] = fpcs
+    starts = _function_starts(instanced)
+    function = _safe_name(action, ncu_report.IAction.NameBase_MANGLED) or name
+    if not starts:
+        return ListingRead(function, (), None, {})
+    listing = _listing(action, starts, None, function)
+    files = {f for f, _ in listing.source.values() if f}
+    return ListingRead(function, tuple(starts), listing, _source_files(action, files))
+
+
+def join_sass(launch: KernelLaunch, pending: PendingSass, read: ListingRead) -> KernelLaunch:
+    """``launch`` (read without its SASS) with the listing that another process read."""
+    import dataclasses
+
+    if (read.function, read.starts) != (pending.function, pending.starts):
+        raise RuntimeError(f"launch {launch.id}: the SASS listing read is of another function")
+    if not pending.starts or read.listing is None or not read.listing.text_by_pc:
+        return launch
+    counters = _pc_counters(pending.candidates, read.listing.text_by_pc)
+    return dataclasses.replace(
+        launch, sass=_sass_lines(read.listing, counters), source_files=read.source_files
+    )
 
 
 _DISPATCH: tuple[type, Callable[..., Any], dict[Any, Callable[..., Any]]] | None = None

@@ -34,10 +34,12 @@ import os
 import pickle
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import IO
 
 from kprof.io.files import cache_dir
-from kprof.kernel_model import KernelProfile
+from kprof.kernel_model import KernelLaunch, KernelProfile
 
 CACHE_ENV = "KPROF_CACHE"
 """``0`` (or ``no``, ``off``, ``false``) turns the cache of read reports off."""
@@ -48,8 +50,11 @@ MAX_BYTES_DEFAULT = 512 * 2**20
 """The folder's size cap. A pickled one-launch report is 0.1-1 MB (it holds every metric and the SASS
 with its per-PC counters); a 154-launch A100 report about 30 MB."""
 
-FORMAT = 1
-"""Bumped when what an entry holds changes shape."""
+FORMAT = 2
+"""Bumped when what an entry holds changes shape. 2: a stream of pickles (a header, one per launch as it
+was read, a trailer), written while a long report is read, without holding it whole."""
+
+_HEADER = ("kprof-ncu-launches", FORMAT)
 
 READER_MODULES = ("ncu.py", "ncu_action.py", "ncu_structure.py", "ncu_reader.py", "ncu_cache.py")
 """The modules (in ``kprof/io``) whose code decides what a read returns, with ``kprof/kernel_model.py``."""
@@ -119,22 +124,37 @@ def get(entry: Path | None, source: str) -> KernelProfile | None:
         with open(entry, "rb") as f:
             if not _private(os.fstat(f.fileno())) or not _private(os.stat(entry.parent)):
                 return None  # someone else could have written it: unpickling it could run their code
-            prof = pickle.load(f)  # written by this user's kprof, in a folder only this user can write
+            prof = _read_entry(f, source)
     except FileNotFoundError:
         return None
     except Exception:  # cut short, another Python's pickle, not ours: read the report again
-        with contextlib.suppress(OSError):
-            entry.unlink()
-        return None
-    if not isinstance(prof, KernelProfile):
+        prof = None
+    if prof is None:
         with contextlib.suppress(OSError):
             entry.unlink()
         return None
     with contextlib.suppress(OSError):
         os.utime(entry)  # its last use: the eviction order
-    import dataclasses
+    return prof
 
-    return dataclasses.replace(prof, source=source)
+
+def _read_entry(f: IO[bytes], source: str) -> KernelProfile | None:
+    """The profile an entry holds (launches in report order), or None when it is not one of ours, whole."""
+    if pickle.load(f) != _HEADER:  # written by this user's kprof, in a folder only this user can write
+        return None
+    launches: list[KernelLaunch] = []
+    while True:
+        item = pickle.load(f)
+        if isinstance(item, KernelLaunch):
+            launches.append(item)
+            continue
+        if not (isinstance(item, tuple) and len(item) == 4 and item[0] == "end" and item[1] == len(launches)):
+            return None
+        _, _, version, notes = item
+        launches.sort(key=lambda k: k.id)
+        return KernelProfile(
+            source=source, launches=tuple(launches), format="ncu-rep", tool_version=version, notes=notes
+        )
 
 
 def _private(st: os.stat_result) -> bool:
@@ -145,27 +165,79 @@ def _private(st: os.stat_result) -> bool:
 
 def put(entry: Path | None, prof: KernelProfile) -> None:
     """Keep ``prof`` as ``entry`` (quietly nothing when the folder cannot be written)."""
-    if entry is None:
+    w = writer(entry)
+    if w is None:
         return
+    for k in prof.launches:
+        w.add(k)
+    w.finish(True, prof.tool_version, prof.notes)
+
+
+class Writer:
+    """An entry written launch by launch as a report is read (:func:`writer`); it appears, whole, at
+    :meth:`finish`."""
+
+    def __init__(self, entry: Path, tmp: str, f: IO[bytes]) -> None:
+        self.entry, self.tmp, self.n = entry, tmp, 0
+        self.f: IO[bytes] | None = f
+
+    def add(self, launch: KernelLaunch) -> None:
+        if self.f is None:
+            return
+        from kprof.io.ncu_reader import _dump
+
+        try:
+            _dump(launch, self.f)
+            self.n += 1
+        except OSError:
+            self.finish(False, None, ())
+
+    def finish(self, keep: bool, tool_version: str | None, notes: Iterable[str]) -> None:
+        """Keep the entry (``keep``: every launch was read, cleanly) or drop it."""
+        f, self.f = self.f, None
+        if f is None:
+            return
+        from kprof.io.ncu_reader import _dump
+
+        try:
+            if keep:
+                _dump(("end", self.n, tool_version, tuple(notes)), f)
+            f.close()
+            if keep:
+                os.replace(self.tmp, self.entry)
+                _trim(self.entry.parent)
+        except OSError:
+            keep = False
+        finally:
+            with contextlib.suppress(OSError):
+                f.close()
+            if not keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.tmp)
+
+
+def writer(entry: Path | None) -> Writer | None:
+    """A :class:`Writer` of ``entry``, or None (no cache, or a folder that cannot be written)."""
+    if entry is None:
+        return None
     from kprof.io.ncu_reader import _dump
 
-    tmp: str | None = None
     try:
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not _private(os.stat(entry.parent)):
-            return  # get() would not trust what is written here
+            return None  # get() would not trust what is written here
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
-        with os.fdopen(fd, "wb") as f:
-            _dump(prof, f)
-        os.replace(tmp, entry)
-        tmp = None
-        _trim(entry.parent)
     except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        return None
+    f = os.fdopen(fd, "wb")
+    try:
+        _dump(_HEADER, f)
+    except OSError:
+        f.close()
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return None
+    return Writer(entry, tmp, f)
 
 
 def max_bytes() -> int:
