@@ -968,6 +968,10 @@ def _sync_in_loops(c: _Ctx) -> list[Construct]:
             continue
         seen.add(loop)
         body = range(loop[0], loop[1] + 1)
+        if any(c.ins[i].mn in _MMA for i in body):
+            continue  # an MMA k-loop's barriers stage its tiles: the pipelining idiom (sass_traits), not this one
+        if _stores_shared_results(c, body):
+            continue  # a reduction or scan: each step reads what the last one wrote, so it needs its barriers
         bars = [i for i in body if c.ins[i].mn == "BAR" and "ARV" not in c.ins[i].mods]
         nbar = sum(c.w[i] for i in bars)
         work = sum(c.w[i] for i in body) - nbar
@@ -999,6 +1003,23 @@ def _sync_in_loops(c: _Ctx) -> list[Construct]:
             )
         )
     return out
+
+
+_MMA = frozenset({"HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA", "QMMA", "OMMA"})
+
+
+def _stores_shared_results(c: _Ctx, body: range) -> bool:
+    """A shared store in the loop whose value comes from a shared load in the same loop (``s[t] += s[t + k]``)."""
+    inside = set(body)
+    for i in body:
+        x = c.ins[i]
+        if x.mn != "STS" or c.w[i] <= 0:
+            continue
+        data = [k for k in x.reads if k.startswith("R") and k not in _address_keys(x)]
+        r = c.flow.roots(i, data)
+        if any(c.ins[j].mn in ("LDS", "LDSM") and j in inside for j in r.loads):
+            return True
+    return False
 
 
 def _branches(c: _Ctx) -> list[Construct]:

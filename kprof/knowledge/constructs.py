@@ -36,9 +36,11 @@ Sources:
   hoist loads across stores); CUDA C++ Programming Guide, "__restrict__".
 - [BOUNDS] CUDA C++ Programming Guide, "Launch Bounds": ``__launch_bounds__(maxThreads, minBlocks)`` makes ptxas fit
   minBlocks blocks of maxThreads per SM in the register file; ``-maxrregcount`` caps every kernel of the file.
-- [PARAM] The constant bank holding a kernel's arguments: ``c[0x0][0x160]`` onwards on sm_70-sm_89 (Volta to Ada)
-  and ``c[0x0][0x210]`` onwards on sm_90 (every H200 report in data/, e.g. blind8's ``LDC R12, c[0x0][0x218]`` for the
-  second argument after an 8-byte pointer); blockDim at ``c[0x0][0x0..0x8]``, gridDim at ``c[0x0][0xc..0x14]``.
+- [PARAM] The constant bank holding a kernel's arguments: ``c[0x0][0x160]`` onwards on sm_70-sm_89 (Volta to Ada;
+  the A10G, sm_86, reports of the ESMM-Research corpus read ``basic(int M, int N, int K, const float* A, ...)``'s
+  arguments at 0x160, 0x164, 0x168, 0x170) and ``c[0x0][0x210]`` onwards on sm_90 (every H200 report in data/, e.g.
+  blind8's ``LDC R12, c[0x0][0x218]`` for the second argument after an 8-byte pointer); blockDim at
+  ``c[0x0][0x0..0x8]``, gridDim at ``c[0x0][0xc..0x14]``.
 """
 
 from __future__ import annotations
@@ -378,6 +380,37 @@ def param_base(sm: int | None) -> int | None:
     return PARAM_BASE.get(sm) if sm is not None else None
 
 
+def constructs_markdown() -> str:
+    """docs/constructs.md: the table of idioms, generated from :data:`IDIOMS` (tests/test_docs.py checks it)."""
+    out = [
+        "# Source constructs kprof reads from the SASS",
+        "",
+        "Generated from `kprof/knowledge/constructs.py` (do not edit by hand). Each idiom is recognised from the",
+        "executed SASS and its data flow (`kprof/facts/constructs.py`); a diagnosis whose bottleneck it explains names",
+        "it on its source line and writes the change (`kprof/diagnose/fixes/constructs.py`), with the line rewritten",
+        "when the report embeds the source.",
+        "",
+    ]
+    for i in IDIOMS.values():
+        out += [
+            f"## {i.id}: {i.construct}",
+            "",
+            f"- **SASS**: {i.sass}.",
+            f"- **Explains**: {', '.join(f'`{b}`' for b in i.explains)}.",
+            f"- **CUDA C++**: {i.cuda}. **Change**: {i.cuda_change}.",
+            f"- **Triton**: {i.triton}. **Change**: {i.triton_change}.",
+            f"- **PyTorch**: {i.pytorch}. **Change**: {i.pytorch_change}.",
+        ]
+        if i.confusable:
+            out.append(f"- **What the SASS cannot tell**: {i.confusable}")
+        if i.source:
+            out.append(f"- **Source**: {i.source}.")
+        out.append("")
+    sources = (__doc__ or "").split("Sources:", 1)[-1].strip()
+    out += ["## Sources", "", sources]
+    return "\n".join(out)
+
+
 __all__ = [
     "ALIAS_RELOAD",
     "ATOMIC_IN_LOOP",
@@ -396,5 +429,6 @@ __all__ = [
     "SYNC_IN_LOOP",
     "TRIG_SLOW_PATH",
     "Idiom",
+    "constructs_markdown",
     "param_base",
 ]

@@ -32,13 +32,21 @@ from kprof.rules.kernel.local import register_cap
 _ORDINAL = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 
+_TRITON_KINDS = frozenset(
+    {kc.RUNTIME_DIVISION, kc.INDEX64, kc.HALF_ROUND_TRIP, kc.TRIG_SLOW_PATH, kc.PREDICATED_LOAD}
+)
+"""The idioms whose Triton form is a change to the program's own code; the others (barriers, per-thread arrays,
+spills, branches, atomics) Triton's compiler decides, and the Triton writers of :mod:`kprof.diagnose.fixes` word
+what the program can change."""
+
+
 def construct_text(c: Context) -> Text | None:
     """(mechanism sentence, fix) naming the construct behind ``c.d``'s bottleneck on its line; None when the SASS
     shows no construct that explains it there."""
     if c.d.bottleneck is None or c.d.verdict is not Verdict.FIX or c.lang in (L.LIBRARY, L.PYTORCH):
         return None
     x = pick(c)
-    if x is None:
+    if x is None or (not c.is_cuda and x.kind not in _TRITON_KINDS):
         return None
     writer = _WRITERS.get(x.kind)
     if writer is None:
@@ -52,8 +60,9 @@ def pick(c: Context) -> Construct | None:
     """The construct that explains ``c.d``'s bottleneck on the responsible lines (the largest such), or None.
 
     A construct qualifies when its idiom can cause the bottleneck (:attr:`Idiom.explains`), it is at least
-    CONSTRUCT_MIN_SHARE of what its idiom measures, and, when the diagnosis names lines, one of its lines is among
-    them (a construct elsewhere is not what the counters blame)."""
+    CONSTRUCT_MIN_SHARE of what its idiom measures, and, when the diagnosis names lines, one of them is the
+    construct's (a construct elsewhere is not what the counters blame); the one on the line carrying the most waste
+    wins."""
     assert c.d.bottleneck is not None
     bid = c.d.bottleneck.value
     found = [
@@ -65,9 +74,11 @@ def pick(c: Context) -> Construct | None:
     if named:
         rank = {ln: i for i, ln in enumerate(named)}
         on = [x for x in found if any(ln in rank for ln in (*x.lines, *x.origin_lines))]
-        if not on:
-            return None
-        return min(on, key=lambda x: (min(rank.get(ln, 99) for ln in (*x.lines, *x.origin_lines)), -x.share))
+        return min(
+            on,
+            key=lambda x: (min(rank.get(ln, len(rank)) for ln in (*x.lines, *x.origin_lines)), -x.share),
+            default=None,
+        )
     return max(found, key=lambda x: x.share, default=None)
 
 
@@ -91,10 +102,15 @@ def _at(c: Context, x: Construct, ln: tuple[str, int] | None = None) -> str:
 
 
 def _lines_words(lines: tuple[tuple[str, int], ...]) -> str:
-    nums = [str(ln[1]) for ln in lines[:3]]
+    """``line 18``, ``lines 16 and 17``, ``lines 13 to 17`` (consecutive), ``lines 9, 14, 20 and 2 more``."""
+    nums = [ln[1] for ln in lines]
     if len(nums) == 1:
         return f"line {nums[0]}"
-    return "lines " + ", ".join(nums[:-1]) + f" and {nums[-1]}"
+    if len(nums) > 3 and sorted(nums) == list(range(min(nums), max(nums) + 1)):
+        return f"lines {min(nums)} to {max(nums)}"
+    shown = [str(n) for n in nums[:3]]
+    more = f" and {len(nums) - 3} more" if len(nums) > 3 else ""
+    return "lines " + (", ".join(shown) + more if more else ", ".join(shown[:-1]) + f" and {shown[-1]}")
 
 
 def _change(n: int, before: str, after: str, width: int = 120) -> str:
@@ -157,25 +173,45 @@ def _argument(c: Context, x: Construct, src: str) -> cpp.Param | None:
     return next((p for off, p in offs or [] if off == x.argument_offset), None)
 
 
+def _divisors(
+    c: Context, ln: tuple[str, int], defs: dict[str, list[cpp.Macro]], pick_defs: dict[str, cpp.Macro]
+) -> list[str]:
+    """The variables line ``ln`` divides by (its macros expanded), in order."""
+    expanded = cpp.expand(strip_comments(_text(c, ln)), defs, pick_defs)
+    return list(dict.fromkeys(m.group(2) for m in _DIVIDE.finditer(expanded)))
+
+
 def _division(c: Context, x: Construct) -> Text | None:
     src = _src(c, x)
     defs = cpp.macros(src)
     pick_defs = _runtime_pick(defs)
     ln = x.lines[0] if x.lines else None
     text = _text(c, ln) if ln else ""
-    expanded = cpp.expand(strip_comments(text), defs, pick_defs) if text else ""
-    divisors = [m.group(2) for m in _DIVIDE.finditer(expanded)]
+    divisors = _divisors(c, ln, defs, pick_defs) if ln else []
     param = _argument(c, x, src)
     name = param.name if param is not None and param.name in divisors else (divisors[0] if divisors else "")
     if not name and param is not None:
         name = param.name
     spelled = [m.group(2) for m in _DIVIDE.finditer(strip_comments(text))]
     macro = next((s for s in spelled if s in defs and s != name), None)
-    position = _index(c, src, param)
+    # every run-time division of the kernel that is worth naming, and the divisors they use
+    others = [
+        y
+        for y in constructs(c.k)
+        if y.kind == kc.RUNTIME_DIVISION
+        and y.share >= th.CONSTRUCT_MIN_SHARE
+        and y.lines
+        and y.origin == x.origin
+    ]
+    lines = tuple(sorted({y.lines[0] for y in others} | ({ln} if ln else set()), key=lambda t: t[1]))
+    names = list(dict.fromkeys(n for y in lines for n in _divisors(c, y, defs, pick_defs)))
+    share = sum(y.share for y in others) if len(lines) > 1 else x.share
+    decl = cpp.kernel_declaration(src, _kernel_name(c))
+    position = next((i for i, q in enumerate(decl.params) if q.name == name), None) if decl else None
     where_from = {
         "argument": (
             f"the kernel's {_ORDINAL[position]} argument, known only at run time"
-            if position is not None
+            if position is not None and position < len(_ORDINAL)
             else "a kernel argument, known only at run time"
         ),
         "launch": f"{x.launch_dim or 'the launch dimensions'}, known only at run time",
@@ -184,6 +220,22 @@ def _division(c: Context, x: Construct) -> Text | None:
         "lane": "a value computed from the thread index",
         "block": "a value computed from the block index",
     }.get(x.origin, "a value computed in the kernel")
+    sass = f"Its SASS is the divisor's reciprocal ({_ops(x, 3)}) and, per quotient, a multiply-high with a compare-and-correct"
+    if len(names) > 1 and x.origin == "argument":
+        listed = ", ".join(f"`{n}`" for n in names[:-1]) + f" and `{names[-1]}`"
+        mech = (
+            f"{_lines_words(lines).capitalize()} (`{clip(text, 60)}`, ...) divide by {listed}, kernel arguments known "
+            f"only at run time: {kc.IDIOMS[x.kind].construct}, {len(names)} of them per element. {sass}: "
+            f"{pct(share)} of the executed instructions."
+        )
+        fix = (
+            f"Precompute, on the host, a multiply-shift pair for each of {listed} (division by invariant integers, "
+            "as CUTLASS's FastDivmod does) and pass those instead, so each `/` and `%` on "
+            f"{_lines_words(lines)} becomes one IMAD.HI and a shift; merging dimensions that are contiguous removes "
+            "their divisions altogether, and sizes fixed at compile time (template parameters) become shifts and "
+            "masks when they are powers of two."
+        )
+        return mech, fix
     what = (
         f"`{macro}` (`{name}`, {where_from})"
         if macro and name
@@ -192,9 +244,8 @@ def _division(c: Context, x: Construct) -> Text | None:
         else where_from
     )
     mech = (
-        f"{_at(c, x)} divides by {what}: {kc.IDIOMS[x.kind].construct}. Its SASS is the divisor's reciprocal "
-        f"({_ops(x, 3)}) and, per quotient, a multiply-high with a compare-and-correct: {pct(x.share)} of the "
-        "executed instructions."
+        f"{_at(c, x)} divides by {what}: {kc.IDIOMS[x.kind].construct}. {sass}: {pct(x.share)} of the executed "
+        "instructions."
     )
     pow2 = _pow2_rewrite(src, defs, pick_defs, name, ln)
     if x.origin == "argument" and name:
@@ -271,7 +322,9 @@ def _pow2_rewrite(
     for n in range(max(1, ln[1] - 3), min(len(lines), ln[1] + 3) + 1):
         raw = strip_comments(lines[n - 1]).strip()
         e = cpp.expand(raw, defs, pick_defs)
-        new = re.sub(rf"/\s*{re.escape(name)}\b", f">> log2_{name}", e)
+        new = re.sub(rf"/=\s*{re.escape(name)}\b", f">>= log2_{name}", e)
+        new = re.sub(rf"%=\s*{re.escape(name)}\b", f"&= {name} - 1", new)
+        new = re.sub(rf"/\s*{re.escape(name)}\b", f">> log2_{name}", new)
         new = re.sub(rf"%\s*{re.escape(name)}\b", f"& ({name} - 1)", new)
         if new != e:
             changes.append(f"`{clip(new, 90)}`")
@@ -536,8 +589,7 @@ def _local_array(c: Context, x: Construct) -> Text | None:
         + (f" ({spr:.1f} sectors per request: the lanes read different entries)" if spr > 1.5 else "")
         + "."
     )
-    block = str(tpb) if tpb else "BLOCK"
-    new_decl = f"__shared__ {typ} {name}_s[{size}][{block}];"
+    new_decl = f"__shared__ {typ} {name}_s[{size}][BLOCK];"
     access = f"{name}_s[{idx}][threadIdx.x]"
     if macro is not None and macro.params:
         p0 = macro.params[0]
@@ -551,14 +603,16 @@ def _local_array(c: Context, x: Construct) -> Text | None:
     fix = (
         f"Keep the table in shared memory with one column per thread: {_change(decl_line, decl_text, new_decl)}, "
         f"{how}. Each lane then reads its own bank, conflict-free whatever `{idx}` is"
-        + (f"; {nbytes // 1024} KB per block of {tpb} threads" if nbytes else "")
+        + (
+            f"; with BLOCK = blockDim.x ({tpb} in this launch) that is {nbytes // 1024} KB per block"
+            if nbytes
+            else ""
+        )
         + (
             " (above 48 KB: allocate it dynamically with cudaFuncAttributeMaxDynamicSharedMemorySize)."
             if nbytes > 48 * 1024
             else "."
         )
-        + " A select tree over the bits of the index keeps it in registers but costs about one instruction per "
-        "entry per lookup."
     )
     return mech, fix
 
@@ -605,8 +659,8 @@ def _spill(c: Context, x: Construct) -> Text | None:
     if has_source:
         fix = (
             f"Raise or drop the build's register cap: compile without `-maxrregcount={regs}` (or with a larger value, "
-            "in nvcc's flags or NVRTC's `--maxrregcount`), or give this kernel its own `__launch_bounds__` so the "
-            "file-wide cap does not apply to it; check with -Xptxas -v that the spill stores fall to 0 bytes."
+            "in nvcc's flags or NVRTC's `--maxrregcount`); check with -Xptxas -v that the spill stores fall to 0 "
+            "bytes."
         )
     else:
         fix = (
@@ -750,13 +804,15 @@ def _sync(c: Context, x: Construct) -> Text | None:
         fix = (
             f"Stage a whole tile per pair of barriers: {_change(d.line, d.text, new)} (= blockDim.x), so every thread "
             f"stages one value and the loop between the barriers runs over {tpb} values: {tpb // max(1, int(2 * values) or 1)}x "
-            f"fewer barriers for the same work. {kc.IDIOMS[x.kind].confusable}"
+            "fewer barriers for the same work. The loop only reads the staged values between the barriers (no shared "
+            "store of a shared load's result, as a reduction or scan would have), so a larger tile keeps it correct."
         )
     else:
         fix = (
             f"Stage a whole tile per pair of barriers (every thread of the block stores one value, {tpb or 'blockDim.x'} "
-            "values per pair), so the loop between the barriers runs over the tile instead of a few values. "
-            f"{kc.IDIOMS[x.kind].confusable}"
+            "values per pair), so the loop between the barriers runs over the tile instead of a few values. The loop "
+            "only reads the staged values between the barriers (no shared store of a shared load's result, as a "
+            "reduction or scan would have), so a larger tile keeps it correct."
         )
     return mech, fix
 
