@@ -1156,9 +1156,32 @@ def constructs(k: KernelLaunch) -> tuple[Construct, ...]:
     return found
 
 
+_INSTRUCTION_IDIOMS = (kc.RUNTIME_DIVISION, kc.INDEX64, kc.TRIG_SLOW_PATH)
+"""Idioms whose cost is executed instructions that their change removes (their share counts executed instructions)."""
+
+
+def removable_share(k: KernelLaunch) -> float | None:
+    """The largest share of the executed instructions one construct's change removes (all the run-time divisions
+    together, less the multiply-high, shift and IMAD a constant divisor still costs per quotient; the 64-bit index
+    arithmetic; sinf's slow path), when one is at least CONSTRUCT_MIN_SHARE; None otherwise. A fix that changes that
+    construct cannot remove more instructions than these."""
+    found = [x for x in constructs(k) if x.kind in _INSTRUCTION_IDIOMS and x.share >= th.CONSTRUCT_MIN_SHARE]
+    if not found:
+        return None
+    by_kind: dict[str, float] = defaultdict(float)
+    for x in found:
+        share = x.share
+        if x.kind == kc.RUNTIME_DIVISION and x.executed:
+            # a constant divisor still costs a multiply-high, a shift and an IMAD per quotient
+            kept = kc.CONSTANT_QUOTIENT_INSTRUCTIONS * x.numbers.get("quotients", 0.0)
+            share *= max(0.0, x.executed - kept) / x.executed
+        by_kind[x.kind] += share
+    return min(1.0, max(by_kind.values()))
+
+
 def of_kind(found: Iterable[Construct], *kinds: str) -> list[Construct]:
     """The constructs of the given idioms, largest share first."""
     return sorted((x for x in found if x.kind in kinds), key=lambda x: -x.share)
 
 
-__all__ = ["Construct", "constructs", "of_kind"]
+__all__ = ["Construct", "constructs", "of_kind", "removable_share"]

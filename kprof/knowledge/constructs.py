@@ -361,6 +361,11 @@ IDIOMS: dict[str, Idiom] = {
 """The idioms, by id."""
 
 
+CONSTANT_QUOTIENT_INSTRUCTIONS = 3
+"""Instructions a quotient by a compile-time constant costs: IMAD.HI by the magic number, a shift (SHF or LEA.HI)
+and the IMAD that forms the remainder ([DIV]; the blind8 cuda_idiv_runtime control, ``W`` constant: about 30 SASS
+instructions per 4 quotient-and-remainder pairs with the loop)."""
+
 PARAM_BASE = {70: 0x160, 72: 0x160, 75: 0x160, 80: 0x160, 86: 0x160, 87: 0x160, 89: 0x160, 90: 0x210}
 """Offset in constant bank 0 of a kernel's first argument, per SM version ([PARAM])."""
 
@@ -416,6 +421,7 @@ __all__ = [
     "ATOMIC_IN_LOOP",
     "BRANCH_ON_DATA",
     "BRANCH_ON_LANE",
+    "CONSTANT_QUOTIENT_INSTRUCTIONS",
     "FP64_PROMOTION",
     "HALF_ROUND_TRIP",
     "IDIOMS",

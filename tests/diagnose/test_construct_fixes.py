@@ -279,3 +279,18 @@ def test_half_inputs_widened_once_keep_the_fp32_roof_verdict() -> None:
     ]
     d = diag(kernel(FP32_ROOF, rows, HALF_SRC))
     assert "converted to FP32 and back" not in d.headline and "__hfma2" not in d.fix
+
+
+def test_the_expectation_removes_no_more_than_the_construct() -> None:
+    """The overhead rule's own estimate (everything but the busiest useful unit's share) would have the division fix
+    remove 97% of the instructions; the fix changes the division, which leaves the loop's other instructions and a
+    multiply-high, a shift and an IMAD per quotient (kprof.knowledge.constructs.CONSTANT_QUOTIENT_INSTRUCTIONS)."""
+    from kprof.facts.constructs import removable_share
+
+    executed = sum(r[2] for r in RUNTIME_DIV)
+    k = kernel({**ISSUE_BOUND, "smsp__inst_executed.sum": executed}, RUNTIME_DIV, DIV_SRC)
+    d = diag(k)
+    fewer = next(e for e in d.expect if e.metric == "smsp__inst_executed.sum")
+    share = removable_share(k)
+    assert share is not None and 0.3 < share < 0.4  # 7.06M on the division's line, 1.01M quotients kept x 3
+    assert fewer.target == round(executed * (1 - share), 0)
