@@ -114,8 +114,8 @@ IDIOMS: dict[str, Idiom] = {
             pytorch_change="pass contiguous inputs (`.contiguous()` once, or merge dimensions with view/flatten) so "
             "the vectorized contiguous path runs",
             confusable="The SASS sees only a run-time divisor: one that is the same every launch and one that varies "
-            "give the same code; whether the call sites use a fixed set of values (a template can then hold it) is "
-            "in the host code.",
+            "give the same code; whether the call sites use a fixed set of values (a compile-time constant can then "
+            "hold it) is in the host code.",
             source="[DIV]",
         ),
         Idiom(

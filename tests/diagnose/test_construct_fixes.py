@@ -294,3 +294,20 @@ def test_the_expectation_removes_no_more_than_the_construct() -> None:
     share = removable_share(k)
     assert share is not None and 0.3 < share < 0.4  # 7.06M on the division's line, 1.01M quotients kept x 3
     assert fewer.target == round(executed * (1 - share), 0)
+
+
+def test_a_triton_program_gets_the_construct_in_triton_terms() -> None:
+    """The same division in a @triton.jit program: `n` as tl.constexpr, not a C++ template."""
+    src = {1: "import triton", 2: "import triton.language as tl", 3: "@triton.jit",
+           4: "def k(out_ptr, n, BLOCK: tl.constexpr):", 18: "    col = offs % n"}  # fmt: skip
+    k = kernel(ISSUE_BOUND, RUNTIME_DIV, src)
+    py = KernelLaunch(**{**{f: getattr(k, f) for f in k.__dataclass_fields__}, "source_files": {"k.py": source(src)},
+                         "sass": tuple(SassLine(pc=s.pc, text=s.text, file="k.py", line=s.line, counters=s.counters)
+                                       for s in k.sass)})  # fmt: skip
+    d = diag(py)
+    assert d.subject.language == "triton"
+    assert (
+        "Line 18 (`col = offs % n`) is an integer division or modulo by a value known only at run time"
+        in d.mechanism
+    )
+    assert "`n: tl.constexpr`" in d.fix and "template" not in d.fix

@@ -137,6 +137,17 @@ def _other_language(c: Context, x: Construct) -> Text:
     i = kc.IDIOMS[x.kind]
     mech = f"{_at(c, x)} is {i.construct} ({i.triton}); its SASS: {_ops(x)}."
     fix = i.triton_change[0].upper() + i.triton_change[1:] + "."
+    text = strip_comments(_text(c, x.lines[0])) if x.lines else ""
+    names = list(
+        dict.fromkeys(m.group(1) for m in re.finditer(r"(?://|%)\s*([A-Za-z_]\w*)\b(?!\s*\()", text))
+    )
+    if x.kind == kc.RUNTIME_DIVISION and names:
+        listed = " and ".join(f"`{n}: tl.constexpr`" for n in names)
+        fix = (
+            f"Declare {listed} in the kernel's signature (one compilation per value), so line {x.lines[0][1]} "
+            "compiles to a multiply-high and a shift (a shift and a mask for a power of two) instead of the "
+            "reciprocal sequence."
+        )
     if i.confusable:
         fix += f" {i.confusable}"
     return mech, fix
