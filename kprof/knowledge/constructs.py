@@ -100,8 +100,8 @@ IDIOMS: dict[str, Idiom] = {
             "IMAD.HI.U32 and a compare-and-correct per quotient; the divisor's register traced back to where it "
             "is read (a kernel argument, blockDim/gridDim, a loaded value)",
             explains=_INSTR,
-            cuda="`i / n` or `i % n` with `n` a variable: nvcc cannot multiply by a magic constant, so each quotient "
-            "costs about 20 instructions",
+            cuda="`i / n` or `i % n` with `n` a variable: nvcc cannot multiply by a magic constant, so a division "
+            "and modulo pair costs about 20 instructions per element",
             cuda_change="make the divisor a compile-time constant (a template parameter or `constexpr`: the quotient "
             "becomes one IMAD.HI and a shift), or require a power of two and shift and mask (`i >> log2n`, "
             "`i & (n - 1)`); when it must stay a run-time value, precompute a multiply-shift pair on the host "
@@ -184,7 +184,7 @@ IDIOMS: dict[str, Idiom] = {
             "address), IMAD.WIDE.U32 carry chains, I2F.F64.S64 and DMUL; most lanes executing it",
             explains=(*_INSTR, "latency_bound"),
             cuda="`sinf(x)`, `cosf(x)`, `sincosf`, `tanf` with |x| > 105615: each call reduces x modulo pi/2 with "
-            "some 200 integer instructions and table loads instead of 3 FFMA",
+            "about 230 integer instructions and table loads instead of 3 FFMA",
             cuda_change="keep the argument small where it is built: compute the phase in turns and call "
             "`sinpif`/`cospif` on its fractional part (in double when the phase is large), or reduce a growing "
             "phase as it accumulates",
