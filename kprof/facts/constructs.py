@@ -126,7 +126,9 @@ class _Ins:
     """A branch's target pc."""
 
 
-def _keys(operand: str, wide: bool) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def _keys(operand: str, wide: bool) -> tuple[str, ...]:
+    """The register keys an operand names (``[R4.64]`` -> R4, R5); RZ is not a register."""
     out: list[str] = []
     for m in _OPERAND_REG.finditer(operand):
         kind, n = m.group(1), int(m.group(2))
@@ -134,7 +136,7 @@ def _keys(operand: str, wide: bool) -> list[str]:
             continue
         width = 4 if m.group(3) == "128" else 2 if (m.group(3) == "64" or wide) else 1
         out += [f"{kind}{n + j}" for j in range(width)]
-    return out
+    return tuple(out)
 
 
 def _dest_width(opcode: str, mn: str) -> int:
@@ -202,12 +204,19 @@ def _decode_one(index: int, pc: int, text: str) -> _Ins:
     consts: list[tuple[int, int | None]] = []
     specials: list[str] = []
     for o in srcs:
-        for m in _CONST.finditer(o):
-            off = m.group(2).strip()
-            consts.append(
-                (int(m.group(1), 16), int(off, 16) if off.startswith("0x") else (0 if off == "RZ" else None))
-            )
-        specials += _SPECIAL.findall(o)
+        if "R" not in o and "P" not in o and "c[" not in o:
+            continue  # an immediate: no register, predicate or constant-bank operand
+        if "c[" in o:
+            for m in _CONST.finditer(o):
+                off = m.group(2).strip()
+                consts.append(
+                    (
+                        int(m.group(1), 16),
+                        int(off, 16) if off.startswith("0x") else (0 if off == "RZ" else None),
+                    )
+                )
+        if "SR" in o:
+            specials += _SPECIAL.findall(o)
         clean = _CONST.sub(lambda m: m.group(2), o) if "c[" in o else o
         p = _PRED.match(clean.lstrip("!"))
         if p is not None:
@@ -543,6 +552,8 @@ def _index64(c: _Ctx) -> list[Construct]:
     The allowance is counted per loop body (and once for the code outside loops): a loop that bumps one 64-bit
     pointer per iteration (IADD3 + IADD3.X) for the loads it feeds is 32-bit index math strength-reduced, not 64-bit
     arithmetic."""
+    if not any(_is_64bit_op(x) for x in c.ins):
+        return []
     data = dataflow(c.lines).int_data_pcs
     ops: dict[tuple[int, int] | None, float] = defaultdict(float)
     mem: dict[tuple[int, int] | None, float] = defaultdict(float)
@@ -579,6 +590,8 @@ def _index64(c: _Ctx) -> list[Construct]:
 
 
 def _fp64(c: _Ctx) -> list[Construct]:
+    if not any(x.mn == "F2F" and "F64" in x.mods for x in c.ins):
+        return []  # no conversion to or from FP64: nothing promoted
     p = fp64_promotion(c.lines)
     if p is None:
         return []
@@ -958,6 +971,8 @@ def _sync_in_loops(c: _Ctx) -> list[Construct]:
     out: list[Construct] = []
     tpb = c.k.threads_per_block or 0
     warps = max(1, -(-tpb // th.WARP_SIZE)) if tpb else 0
+    if not any(x.mn == "BAR" and c.w[x.index] > 0 and c.loop_of(x.index) is not None for x in c.ins):
+        return out
     samples = sum(_stall_samples(s) for s in c.lines)
     barrier = sum(_stall_samples(s, "barrier") for s in c.lines)
     for x in c.ins:

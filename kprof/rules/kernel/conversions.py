@@ -22,9 +22,18 @@ def half_round_trips(f: KernelFacts) -> Mechanism | None:
     wrong one (the healthy verdict is blocked). The SASS signature is
     :func:`kprof.facts.constructs.constructs`' ``half_round_trip``: a narrowing whose result is widened again.
     """
-    x = next(iter(of_kind(constructs(f.k), kc.HALF_ROUND_TRIP)), None)
     issue = f.util.get("issue")
-    if x is None or issue is None or issue < th.LATENCY_BOUND_FRACTION:
+    if (
+        issue is None
+        or issue < th.LATENCY_BOUND_FRACTION
+        or not any(
+            s.mnemonic == "F2FP" or (s.mnemonic == "F2F" and (".F16" in s.opcode or ".BF16" in s.opcode))
+            for s in f.k.sass
+        )
+    ):
+        return None  # no narrowing to 16 bits in the listing: nothing to round-trip
+    x = next(iter(of_kind(constructs(f.k), kc.HALF_ROUND_TRIP)), None)
+    if x is None:
         return None
     share = min(1.0, x.share)
     conversions = int(x.executed)
