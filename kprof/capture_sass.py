@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kprof import commands
 from kprof import thresholds as th
 from kprof.errors import KprofError, KprofInputError, MissingToolError
 from kprof.kernel_model import SassLine
@@ -264,12 +265,15 @@ def disassemble(binary: str | os.PathLike[str]) -> tuple[list[SassFunction], lis
 
 
 # ----------------------------------------------------------------------------- diagnosis
-def _ncu_command_for(name: str, cmd: Sequence[str] | None) -> str:
-    prog = shlex.join(cmd) if cmd else "<your program>"
-    return (
-        f"on a machine with counter access: kprof profile ncu --kernel '{name}' -- {prog} "
-        f"(ncu --set full --import-source yes --clock-control none -k regex:'{name}' --launch-count 1 -o k {prog})"
-    )
+def _ncu_command_for(name: str, cmd: Sequence[str] | None, binary: str | None = None) -> str:
+    """The counter capture that settles a static finding, from the one command builder, its report beside
+    the binary read (``./app`` -> ``./app.<kernel>.ncu-rep``)."""
+    prog = shlex.join(cmd) if cmd else commands.PROGRAM
+    stem = commands.report_stem(binary) if binary else ""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:60]
+    ncu = commands.ncu_command(name, f"{stem}.{safe}" if stem else safe, program=prog, launch_skip=None)
+    profile = commands.shell(["kprof", "profile", "ncu", "--kernel", name, "--"])
+    return f"on a machine with counter access: `{profile} {prog}` (`{ncu}`)"
 
 
 def diagnose_sass(
@@ -308,7 +312,7 @@ def diagnose_sass(
             registers=f.registers,
             stack_bytes=f.stack_bytes,
             binary=binary,
-            next_step=_ncu_command_for(_short(f.name), cmd),
+            next_step=_ncu_command_for(_short(f.name), cmd, binary),
         )
         finding = static_no_tensor_cores_finding(sk)
         d = static_local_memory(sk, (finding,) if finding else ()) or static_no_tensor_cores(sk)

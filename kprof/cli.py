@@ -54,6 +54,18 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         _err("diagnose: give PATH ... or --ranks GLOB (see kprof diagnose --help)")
         return EXIT_BAD_INPUT
     status = EXIT_OK
+    empty: dict[str, KprofError] = {}  # a folder with no profile: its one line, where it was given
+    if any(os.path.isdir(p) for p in paths):  # a folder stands for the profiles in it, as in kprof report
+        from kprof.report.inputs import expand_dirs
+
+        expanded: list[str] = []
+        for p in paths:
+            try:
+                expanded += expand_dirs([p])
+            except KprofError as exc:
+                empty[p] = exc
+                expanded.append(p)
+        paths = expanded
     captures: list[Any] = []  # timeline captures and jobs, in the order given (each its verdict first)
     launches: list[Any] = []  # kernel launches of every report, ordered across reports below
 
@@ -82,11 +94,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             fail(g, exc)
     first_of: dict[str, list[str]] = {}
     in_job: set[str] = set()
-    if len(paths) >= 2:
+    if len(paths) - len(empty) >= 2:
         from kprof.jobs import find_jobs
 
         try:
-            auto, _rest = find_jobs(paths)
+            auto, _rest = find_jobs([p for p in paths if p not in empty])
         except Exception:  # a file it could not read: each path alone then, each bad one its own line
             if os.environ.get("KPROF_DEBUG"):
                 raise
@@ -109,6 +121,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     for files in jobs:
         run_job(files)
     for path in paths:
+        if path in empty:
+            fail(path, empty[path])
+            continue
         if path in first_of:
             run_job(first_of[path])
             continue
@@ -211,7 +226,14 @@ def _add_diagnose(sub: Any) -> None:
         "the kernel launches of all reports: those with a fix first, then inconclusive, then healthy "
         "(within a report, the launch whose fix wins the most time first).",
     )
-    d.add_argument("paths", nargs="*", metavar="PATH")
+    d.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="profiles, or folders: every profile in a folder (any depth; one file per capture: the .sqlite "
+        "export before the .nsys-rep and the PyTorch trace, the .ncu-rep before its CSV exports), as kprof "
+        "report reads them",
+    )
     d.add_argument("--json", action="store_true", help='print {"diagnoses": [...]} as JSON')
     j = d.add_argument_group(
         "jobs (many ranks)",

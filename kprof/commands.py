@@ -29,6 +29,9 @@ NCU_FLAGS = ("--import-source", "yes", "--clock-control", "none")
 PROGRAM = "<your program and its arguments>"
 """What a suggestion prints where the profile does not record the program's command line."""
 
+OTHER_RANKS = "<the captures of the other ranks>"
+"""What a suggestion prints for the files of the job's other ranks, which one rank's capture does not name."""
+
 _PLACEHOLDER = re.compile(r"^<[^<>]*>$")
 
 
@@ -198,6 +201,18 @@ def after_stem(path: str) -> str:
     return f"{m[1]}{m[2]}after" if m else f"{stem}_after"
 
 
+def kernel_report_stem(stem: str, i: int, kernel: str) -> str:
+    """Where the ncu report of the ``i``-th kernel a timeline names goes: beside the capture, named after
+    its stem and the kernel (``run1`` -> ``run1.k1.gemm``), as ``kprof profile auto`` writes them.
+
+    Examples
+    --------
+    >>> kernel_report_stem("runs/run1", 2, "void k<float>(int)")
+    'runs/run1.k2.void_k_float_int_'
+    """
+    return f"{stem}.k{i}.{re.sub(r'[^A-Za-z0-9_.-]+', '_', kernel)[:60]}"
+
+
 def ncu_command(
     kernel: str,
     output: str,
@@ -235,18 +250,16 @@ def timeline_after_change(
     source: str | None, *, program: Sequence[str] | str | None = None, **kw: object
 ) -> str:
     """The nsys command that captures the same program again after a change, beside the diagnosed
-    capture (``x.sqlite`` -> ``x_after``), and the ``kprof compare`` of the two files.
+    capture (``x.sqlite`` -> ``x_after``), and the ``kprof compare`` of the two files, each in backticks.
 
     Examples
     --------
     >>> print(timeline_after_change("runs/step.sqlite", program="python3 train.py"))
-    nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none -o runs/step_after python3 train.py, then kprof compare runs/step.sqlite runs/step_after.nsys-rep
+    `nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none -o runs/step_after python3 train.py`, then `kprof compare runs/step.sqlite runs/step_after.nsys-rep`
     """
     before = source or "before.nsys-rep"
     after = after_stem(before)
-    return (
-        f"{nsys_command(after, program=program, **kw)}, then {compare_command(before, after + '.nsys-rep')}"
-    )
+    return f"`{nsys_command(after, program=program, **kw)}`, then `{compare_command(before, after + '.nsys-rep')}`"
 
 
 def compare_command(before: str, after: str) -> str:
@@ -313,12 +326,14 @@ __all__ = [
     "NCU_FLAGS",
     "NSYS_FLAGS",
     "NSYS_TRACE",
+    "OTHER_RANKS",
     "PROGRAM",
     "after_stem",
     "compare_command",
     "exact_kernel_filter",
     "kernel_after_change",
     "kernel_recapture",
+    "kernel_report_stem",
     "ncu_argv",
     "ncu_command",
     "nsys_command",

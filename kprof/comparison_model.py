@@ -102,7 +102,12 @@ class Comparison:
     after: Diagnosis
     expectations: tuple[ExpectationCheck, ...] = ()
     noise_threshold: float | None = None
+    speedup_interval: tuple[float, float] | None = None
+    """``(speedup / (1 + noise_threshold), speedup x (1 + noise_threshold))``: ``improved`` or ``regressed``
+    exactly when it excludes 1; None without a speedup."""
     noise: str = ""
+    next_step: str = ""
+    """The experiment that would settle a change one pair of captures cannot (repeat each capture), or ""."""
     duration_source: str = ""
     """Where the durations come from: ``ncu: ...``, ``timeline steps: ...``, ``timeline capture: ...``."""
     duration_before_ns: float | None = None
@@ -118,6 +123,9 @@ class Comparison:
             object.__setattr__(self, "verdict", ComparisonVerdict(self.verdict))
         object.__setattr__(self, "expectations", tuple(self.expectations))
         object.__setattr__(self, "notes", tuple(self.notes))
+        if self.speedup_interval is not None:
+            lo, hi = (float(x) for x in self.speedup_interval)
+            object.__setattr__(self, "speedup_interval", (lo, hi))
         if self.speedup is None and self.verdict is not ComparisonVerdict.INCONCLUSIVE:
             raise ValueError("a comparison without a speedup must be inconclusive")
         if self.speedup is not None and not (math.isfinite(self.speedup) and self.speedup > 0):
@@ -133,7 +141,9 @@ class Comparison:
             "after": self.after.to_dict(),
             "expectations": [e.to_dict() for e in self.expectations],
             "noise_threshold": self.noise_threshold,
+            "speedup_interval": None if self.speedup_interval is None else list(self.speedup_interval),
             "noise": self.noise,
+            "next_step": self.next_step,
             "duration_source": self.duration_source,
             "duration_before_ns": self.duration_before_ns,
             "duration_after_ns": self.duration_after_ns,

@@ -176,14 +176,33 @@ _ENTRIES: dict[str, _Entry] = {
         "The host blocks on the GPU repeatedly (.item(), cudaStreamSynchronize, a device-to-host copy in the "
         "loop), so the queue drains and the GPU idles until the host issues work again.",
         "The GPU went idle while the host was blocked in a synchronizing call (matched within "
-        "CLOCK_ALIGNMENT_SLACK_NS of the GPU work it waited for), and those gaps explain the most idle time of "
-        "a steady state below GPU_BOUND_BUSY_FRACTION busy. A blocking copy whose own transfer takes less than "
-        "BLOCKING_COPY_SHARE of the call counts as a sync.",
-        "Remove the synchronization from the loop: keep values on the GPU, check them every N steps, or copy "
-        "them asynchronously to pinned memory and read them one step later.",
-        ("CLOCK_ALIGNMENT_SLACK_NS", "BLOCKING_COPY_SHARE", "GPU_BOUND_BUSY_FRACTION", "MIN_FINDING_SHARE"),
+        "CLOCK_ALIGNMENT_SLACK_NS of the GPU work it waited for): a sync, a blocking or pageable copy to the "
+        "host (.item(), .cpu(), nonzero's count). When the host issues work faster than the GPU runs it between "
+        "those calls (its mean interval between launches, where no blocking call starts in between, times "
+        "the launches, is below the steady state's GPU-busy time; at least MIN_LAUNCHES_FOR_LAUNCH_BOUND "
+        "launches), each such gap is the call's whole: the wait's end, its return and the re-dispatch after it; "
+        "otherwise only when the host had been blocked at least half as long as the gap lasts. Those gaps "
+        "decide when they are the largest idle cause of a steady state below GPU_BOUND_BUSY_FRACTION busy and "
+        "removing them would leave it at least GPU_BOUND_BUSY_FRACTION busy (the syncs serialize host and GPU, "
+        "however large the kernels' share), or when the kernels hold less than DOMINANT_SHARE of the wall or "
+        "less than GPU_SHARE_OVER_CAUSE times that idle. A blocking copy whose own transfer takes at least "
+        "BLOCKING_COPY_SHARE of the call is a transfer, not a sync. The call is named from the capture (an "
+        "explicit synchronize, a scalar or tensor read back, a count read back before a compaction kernel), "
+        "and the fix with it.",
+        "Remove the synchronization from the loop: drop an explicit synchronize, keep values on the GPU (check "
+        "them every N steps, torch.where instead of Python control flow or boolean-mask indexing), or copy them "
+        "asynchronously to a pinned buffer and wait on an event one step later.",
+        (
+            "CLOCK_ALIGNMENT_SLACK_NS",
+            "BLOCKING_COPY_SHARE",
+            "GPU_BOUND_BUSY_FRACTION",
+            "MIN_LAUNCHES_FOR_LAUNCH_BOUND",
+            "DOMINANT_SHARE",
+            "GPU_SHARE_OVER_CAUSE",
+            "MIN_FINDING_SHARE",
+        ),
         _TIMELINE + "sync.py",
-        (_CLASSIFY, _CONTEXT),
+        (_CLASSIFY, _CONTEXT, _TIMELINE + "gaps.py"),
     ),
     "transfer_bound": _Entry(
         "timeline",
@@ -209,7 +228,9 @@ _ENTRIES: dict[str, _Entry] = {
         "The time is in GPU work: the kernels themselves set the speed.",
         "The union of kernel, copy, memset and graph intervals on the busiest GPU covers at least "
         "GPU_BOUND_BUSY_FRACTION of the steady state's wall time, or the kernels hold more than DOMINANT_SHARE "
-        "of it and GPU_SHARE_OVER_CAUSE times the largest idle cause (shares decide). The diagnosis names the "
+        "of it and GPU_SHARE_OVER_CAUSE times the largest idle cause (shares decide), unless that cause is idle "
+        "behind blocking calls whose removal would leave the steady state GPU_BOUND_BUSY_FRACTION busy "
+        "(sync_bound). The diagnosis names the "
         "TOP_KERNELS kernels by their share of GPU time, each with the exact ncu command that profiles it. Below "
         "GPU_BOUND_BUSY_FRACTION, an idle cause that holds at least GPU_BOUND_RECOVERABLE_SHARE of the wall makes "
         "it a fix: that cause's own fix, with the time it recovers as the bound.",
@@ -293,12 +314,22 @@ _ENTRIES: dict[str, _Entry] = {
         "DRAM bandwidth is the saturated unit.",
         "DRAM throughput is the highest SpeedOfLight unit at HEALTHY_FRACTION_OF_PEAK or more of its peak; with "
         "DRAM bytes close to what the tensors need, the kernel is healthy. An L2 passing a DRAM stream through "
-        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too. Below the roof DRAM is not "
-        "the limit (latency_bound).",
+        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too. A report without the memory "
+        "tables is healthy at that roof when neither L2 nor L1 is busier than DRAM by more than UNIT_TIE_MARGIN, "
+        "at lower confidence. When two loops of each block read the same addresses (the SASS: the same parameter, "
+        "block and thread address at both loops' first iteration) and DRAM serves the second read, the second "
+        "pass is avoidable traffic and the verdict is a fix: one pass, with the data kept on chip. Below the roof "
+        "DRAM is not the limit (latency_bound).",
         "Move fewer bytes: fuse with neighbouring kernels, use a smaller data type, reuse data from shared "
-        "memory or L2.",
-        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION", "L2_STREAMING_READ_HIT_RATE"),
+        "memory or L2; read data once where a kernel reads it twice.",
+        (
+            "HEALTHY_FRACTION_OF_PEAK",
+            "LATENCY_BOUND_FRACTION",
+            "L2_STREAMING_READ_HIT_RATE",
+            "UNIT_TIE_MARGIN",
+        ),
         _RESOURCE,
+        (_RULES + "passes.py", _RULES + "healthy.py"),
     ),
     "l2_bandwidth_bound": _Entry(
         "kernel (resource)",
@@ -316,11 +347,27 @@ _ENTRIES: dict[str, _Entry] = {
         "The L1/shared-memory pipe is the saturated unit.",
         "L1/shared throughput is the highest SpeedOfLight unit at or above HEALTHY_FRACTION_OF_PEAK of its peak, "
         "or above LATENCY_BOUND_FRACTION with the warps stalled on its full queues (lg_throttle, mio_throttle, "
-        "tex_throttle). Saturating it because each FMA reloads its operands is a fix, not healthy.",
-        "Load fewer bytes from shared memory per useful operation: register tiling (several outputs per "
-        "thread), vectorized shared loads, fewer bank conflicts.",
-        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        "tex_throttle). Saturating it with work the algorithm does not need is a fix, not healthy: FFMAs that "
+        "reload their operands from shared memory (from the SASS data flow; in a report without SASS, more shared "
+        "wavefronts per FFMA warp instruction than the L1 serves at the FMA pipe's rate, COALESCING_TOLERANCE "
+        "past it, with FFMA at least MATRIX_LIKE_FFMA_SHARE of the instructions), measured against the "
+        "register-tiled construction's REGISTER_TILE_SHARED_LOADS_PER_FFMA; or a reduction (DRAM writes at most "
+        "REDUCTION_MAX_OUTPUT_SHARE of its reads) whose shared-memory tree issues more shared instructions per "
+        "global load than a warp-shuffle reduction's REDUCTION_SHARED_PER_LOAD.",
+        "Load fewer bytes from shared memory per useful operation: register micro-tiles (8x8 outputs per thread, "
+        "float4 shared reads) for a matrix product; many elements per thread and warp shuffles for a reduction; "
+        "fewer bank conflicts.",
+        (
+            "HEALTHY_FRACTION_OF_PEAK",
+            "LATENCY_BOUND_FRACTION",
+            "COALESCING_TOLERANCE",
+            "MATRIX_LIKE_FFMA_SHARE",
+            "REGISTER_TILE_SHARED_LOADS_PER_FFMA",
+            "REDUCTION_MAX_OUTPUT_SHARE",
+            "REDUCTION_SHARED_PER_LOAD",
+        ),
         _RESOURCE,
+        (_RULES + "matrix.py", _RULES + "reduction.py"),
     ),
     "compute_bound": _Entry(
         "kernel (resource)",
@@ -416,7 +463,8 @@ _ENTRIES: dict[str, _Entry] = {
     "warp_divergence": _Entry(
         "kernel (mechanism)",
         "Threads of a warp take different branches, so each path runs with part of the warp idle.",
-        "Executed warp instructions average fewer than DIVERGENCE_ACTIVE_THREADS active threads of WARP_SIZE.",
+        "Executed warp instructions average fewer than DIVERGENCE_ACTIVE_THREADS active threads of WARP_SIZE "
+        "(InstructionStats' ratio, or SourceCounters' thread and warp instruction sums in a report without it).",
         "Make the branch uniform per warp (sort or bin the work, move the condition to the block level) or "
         "compute both sides without a branch.",
         ("DIVERGENCE_ACTIVE_THREADS", "WARP_SIZE"),
@@ -463,7 +511,10 @@ _ENTRIES: dict[str, _Entry] = {
         "Matrix work runs on the FP32 FMA pipes; the SASS holds no MMA instruction.",
         "FFMA is at least MATRIX_LIKE_FFMA_SHARE of the instructions, special functions stay under "
         "MATRIX_LIKE_MAX_SFU_SHARE, the arithmetic intensity is past the FP32 ridge (or MATRIX_LIKE_MIN_INTENSITY "
-        "without peaks), and no HMMA/HGMMA issued.",
+        "without peaks), and no HMMA/HGMMA issued. A matrix product at the FP32 roof is healthy and this is "
+        "advice: on a GPU that takes TF32 (sm_80+) it names TF32 with its rounding cost (TF32_ROUNDING_ERROR) and "
+        "the report's TF32 tensor roof; in a report without SASS the counters stand for the data flow (FFMA at "
+        "least MATRIX_FFMA_OF_FP32 of the FP32 instructions, operands staged through shared memory).",
         "Use tensor cores: cuBLAS/cuBLASLt (TF32 or BF16 where the precision allows), WMMA/MMA in CUDA C++, or "
         "tl.dot in Triton.",
         (
@@ -471,6 +522,8 @@ _ENTRIES: dict[str, _Entry] = {
             "MATRIX_LIKE_MAX_SFU_SHARE",
             "MATRIX_LIKE_MIN_INTENSITY",
             "HEALTHY_FRACTION_OF_PEAK",
+            "MATRIX_FFMA_OF_FP32",
+            "TF32_ROUNDING_ERROR",
         ),
         _RULES + "matrix.py",
     ),

@@ -441,6 +441,9 @@ class KernelProfile:
     """Version of the reader (ncu_report) or of the exporting tool, when known."""
     notes: tuple[str, ...] = ()
     """What the loader had to skip or repair, one line each."""
+    program: str = ""
+    """The profiled program's command line as it runs from the current folder, when known (an ncu report
+    does not give it to kprof: a manifest beside the report may, :func:`kprof.io.program.program_for`), else ""."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launches", tuple(self.launches))

@@ -137,20 +137,22 @@ def _opt(argv: list[str], flag: str, value: Any) -> None:
 # ----------------------------------------------------------------------------- the tools
 
 
-def diagnose(paths: list[str], ranks: list[str] | None = None) -> dict[str, Any]:
+def diagnose(paths: list[str] | str, ranks: list[str] | str | None = None) -> dict[str, Any]:
     """Diagnose profiles, most important first: what limits the program and what to change.
 
     paths: timeline captures (.nsys-rep, nsys .sqlite, PyTorch profiler .json/.json.gz) and kernel
-    reports (.ncu-rep, ncu --csv exports). Captures that are ranks of one job are diagnosed as a job.
-    ranks: quoted globs, each the captures of one job's ranks ('traces/rank*.json.gz').
+    reports (.ncu-rep, ncu --csv exports), or folders of them; one path may be given as a string.
+    Captures that are ranks of one job are diagnosed as a job.
+    ranks: quoted globs, each the captures of one job's ranks ('traces/rank*.json.gz'), or one glob.
     Returns {"diagnoses": [...]}: for a timeline the capture's verdict first; for an ncu report one
     per kernel launch. Each has bottleneck, verdict, headline, evidence, mechanism, fix, expect,
     confidence, next_step and findings.
     """
     argv = ["diagnose", "--json"]
-    for g in ranks or []:
+    for g in [ranks] if isinstance(ranks, str) else ranks or []:
         argv += ["--ranks", g]
-    return _result(run_cli([*argv, "--", *paths]), "diagnose")
+    files = [paths] if isinstance(paths, str) else list(paths)  # one path as a string, as an agent writes it
+    return _result(run_cli([*argv, "--", *files]), "diagnose")
 
 
 def compare(before: str, after: str) -> dict[str, Any]:

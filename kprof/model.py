@@ -197,6 +197,10 @@ class Expectation:
     """The value in the diagnosed profile."""
     label: str = ""
     """The metric in words."""
+    basis: str = ""
+    """Where ``target`` comes from, in words: a floor (``"the ideal for 4-byte loads"``), a measured control, or
+    the share of the gap the fix removes (``"the 36.2% of the time the excess sectors hold"``). Empty only when
+    there is no target."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.direction, Direction):
@@ -205,7 +209,8 @@ class Expectation:
         _finite(self.value_now, f"expectation {self.metric!r} value_now")
 
     def describe(self) -> str:
-        """E.g. ``sectors per request down from 32 to about 4``."""
+        """E.g. ``sectors per request down from 32 to about 4 (the ideal for 4-byte loads)``: the target's basis in
+        parentheses after it."""
         name = self.label or self.metric
         arrow = "up" if self.direction is Direction.UP else "down"
         # a *_fraction metric (0..1) without a unit prints as a percentage, as its evidence does
@@ -215,6 +220,8 @@ class Expectation:
             s += f" from {_fmt(self.value_now, unit)}"
         if self.target is not None:
             s += f" to about {_fmt(self.target, unit)}"
+            if self.basis:
+                s += f" ({self.basis})"
         return s
 
 

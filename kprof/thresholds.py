@@ -139,6 +139,17 @@ the H200 (data/samples/timeline/pair_graph_after.json.gz, 2,280 kernels replayed
 gaps inside the graphs): median 65 ns, mean 79 ns, largest 129 ns. A launch-bound fix's target keeps the
 kernels' own time plus this gap per kernel: no launch path runs kernels gaplessly."""
 
+SHARE_BASE_TOLERANCE = 0.005
+"""Two times that differ by less than 0.5% print alike (3 significant digits): a share of one is quoted as a share
+of the other. Kernels on overlapping streams whose summed time exceeds the GPU-busy time (their union) by more than
+this have their shares quoted of the summed kernel time, named with its value, not of "it", the busy time."""
+
+MIN_KERNEL_DURATION_NS = 640
+"""No kernel runs shorter than this: the shortest kernel execution in the H200 captures (data/samples/timeline and
+data/validation, nsys and PyTorch profiler: 640 ns, single-block elementwise kernels of ``host_compute_bound``,
+``launch_small_ops`` and ``periodic_log_sync``; 1st percentile 672-800 ns). A predicted kernel duration below it
+is below the GPU's own cost of running any kernel, whatever the work."""
+
 MIN_REPEATS_FOR_BATCHING = 4
 """A launch-bound iteration whose kernels run as one group repeated at least 4 times (every repeated kernel's
 count per iteration a multiple of 4) gets the batching advice first: one call on the stacked input replaces
@@ -336,6 +347,16 @@ MATRIX_LIKE_MAX_SFU_SHARE = 0.05
 """...and special-function instructions (MUFU: sin, exp, rsqrt) stay under 5%: transcendental-
 heavy code is not a matrix product and gains nothing from tensor cores."""
 
+MATRIX_FFMA_OF_FP32 = 0.9
+"""A report without SASS shows FP32 matrix work in its counters when FFMA is at least 90% of the FP32 thread
+instructions (fadd + fmul + ffma): a matrix product's FP32 work is acc += a * b. N-body, norms and softmax mix in
+FADD and FMUL (the blind6 n-body kernel: 38.5% FFMA)."""
+
+TF32_ROUNDING_ERROR = 2.0**-11
+"""TF32 keeps 10 of FP32's 23 mantissa bits: each input is rounded with a relative error up to 2^-11 (4.9e-4), while
+products are accumulated in FP32 (NVIDIA A100 whitepaper, "TF32"). Measured on the H200 (blind7 lib_sgemm_fp32, a
+8192^3 torch.matmul): relative error 2.9e-4 with TF32 against 1.6e-6 in FP32."""
+
 MATRIX_LIKE_MIN_INTENSITY = 10.0
 """FLOP per DRAM byte above which FP32 work is called matrix-like when the report has no FP32
 ridge point (peaks) to compare with; elementwise and stencil kernels sit below 10."""
@@ -358,6 +379,24 @@ MATRIX_MAX_GLOBAL_BYTES_PER_FMA = 2.0
 """Bytes per thread loaded from global memory per FMA below which the operands are reused through shared
 memory: a 4-byte operand feeding >= 2 FMAs (MATRIX_REUSE_MIN). A 16x16 shared-tiled SGEMM loads 0.5 B/FMA,
 a dot product 8 B/FMA."""
+
+REGISTER_TILE_SHARED_LOADS_PER_FFMA = (8 + 8) / 4 / (8 * 8)
+"""Shared-memory load instructions per FFMA of the standard register-tiled SGEMM: each thread computes an 8x8
+micro-tile of a 128x128x8 block tile and, per k, reads 8 values of A and 8 of B as float4 (4 LDS.128) for 64 FFMAs:
+0.0625. (CUTLASS's SIMT SGEMM and the worked "How to optimize a CUDA matmul kernel" series use this construction;
+cuBLAS's FP32 kernel on the H200 issues 0.047, blind7 lib_sgemm_fp32.) A 16x16 shared tile with one output per
+thread issues 1.25 (one LDS per FFMA plus an LDS.128 per 4)."""
+
+REDUCTION_SHARED_PER_LOAD = 2.0
+"""Shared-memory instructions per global load instruction that a warp-shuffle reduction needs at most: the warp
+reduces in registers (__shfl_down_sync), one STS per warp writes its partial and one LDS per warp of the block's
+last step reads it back, so even at one element per thread a block of W warps issues W + 1 shared instructions per
+W loads; with many elements per thread, far fewer. A shared-memory tree issues two loads and a store per level."""
+
+REDUCTION_MAX_OUTPUT_SHARE = 1.0 / 32
+"""A kernel reduces when it writes at most one byte to DRAM per 32 it reads (dram__bytes_write / dram__bytes_read):
+each output combines at least a warp's worth of inputs. Elementwise, transpose and scan kernels write about what
+they read."""
 
 L1_BYTES_PER_CYCLE_PER_SM = 128.0
 """L1/shared-memory bandwidth per SM and cycle on Volta and later (32 banks x 4 B; NVIDIA's Volta, Ampere and
@@ -590,9 +629,10 @@ single launches (sqrt(2) x 0.30% = 0.42%). ncu's default ``--clock-control base`
 only narrows the spread, so 2% stays conservative there."""
 
 TIMELINE_NOISE_Z = 3.0
-"""Within a capture, per-step durations give each median step time a standard error; two medians differ
-beyond that noise when their ratio is more than 3 combined standard errors from 1 (99.7% two-sided for
-a normal spread: with one comparison per fix, a false "improved" should be rare)."""
+"""A timeline speedup is beyond its noise when it lies more than 3 standard errors from 1 (99.7% two-sided
+for a normal spread: with one comparison per fix, a false "improved" should be rare). The standard error
+combines, in quadrature, each capture's own uncertainty of its median step (a bootstrap over its steady-state
+steps) and the process-to-process term of each side (HOST_PACED_PROCESS_SD)."""
 
 TIMELINE_MIN_NOISE = NCU_DURATION_NOISE
 """Floor of a timeline comparison whose steps are GPU-limited: a step cannot repeat across processes
@@ -601,14 +641,35 @@ data/samples/workloads/timeline): the median GPU step time of gpu_bound varied b
 pair_graph --graph by 0.04% between processes, so 2% is conservative. Also the fallback for a
 GPU-limited capture-vs-capture comparison (no steps, hence no dispersion of its own)."""
 
-TIMELINE_HOST_BOUND_NOISE = 0.70
-"""Floor when either capture's steady state is host-limited (GPU busy < GPU_BOUND_BUSY_FRACTION): a
-host-bound loop's speed varies between processes far more than within one capture. Measured on the H200
-(3 processes each under nsys, same flags as the samples): median step time of host_launch_bound
-3.01 / 3.07 / 4.98 ms (max/min 1.65, while each capture's own standard error of the median was
-0.6-1.9%), pair_graph (eager) 0.98 / 1.20 / 1.29 ms (1.31), sync_bound 3.06 / 3.15 / 3.44 ms (1.13).
-A single pair of host-bound captures therefore shows a change only beyond 1.7x (1.65 rounded up);
-below that, capture each side several times."""
+HOST_PACED_PROCESS_SD = 0.17
+"""Process-to-process standard deviation of the host-paced part of a step (the time the GPU idles waiting
+on the host: dispatch, a sync's return and the relaunch after it, Python), relative to that part. A step's
+GPU work repeats across processes like its kernels (TIMELINE_MIN_NOISE); its host-paced part moves with
+the host's speed in each process (CPU clock and core, caches, allocator addresses, a profiler's own
+threads). So one capture's median step carries, besides its own standard error, a process term of
+``host-paced share x 0.17``, and a comparison of two single captures adds both sides' terms in quadrature
+(kprof/diagnose/compare/verdicts.py). Measured on the H200: the standard deviation of ln(median step) over
+fresh processes, divided by the step's host-paced share (1 - GPU time per step / median step), pooled over
+8 program runs (24 degrees of freedom) = 16.3%, rounded up:
+blind9 plain timings (data/validation/blind9/plain_timings.txt, no profiler, 5 or 3 processes each, two
+machines): p1_sync_pairs_before 11.4% / 13.4%, p4_d2h_pageable_after 14.4% / 8.1%, s1_item_branch 24.6%
+(their GPU time per step from the blind9 captures); three processes each under nsys (the samples'
+workloads, data/samples/workloads/timeline): host_launch_bound 3.01 / 3.07 / 4.98 ms 31.4%, pair_graph
+(eager) 0.98 / 1.20 / 1.29 ms 15.1%, sync_bound 3.06 / 3.15 / 3.44 ms 14.5% (GPU time per step from the
+samples' captures). tests/diagnose/test_compare_noise.py recomputes the pooled value. A fully host-bound
+pair (93% host-paced on both sides) gets 3 x sqrt(2) x 0.93 x 0.17 = +-67%, what the widest null spread
+below (1.65x) needs; blind9's P1 (38% host-paced before, 3% after) gets +-19.6%, and a null pair of such a
+loop (38% on both sides) +-27%, wider than its measured processes' max/min (1.10-1.13x). GPU-limited steps
+keep the TIMELINE_MIN_NOISE floor. This is the typical spread, not the worst: a host-limited pair whose change
+lies within HOST_PACED_WORST_SPREAD gets a caveat and the number of captures per side that would settle it."""
+
+HOST_PACED_WORST_SPREAD = 0.72
+"""The widest spread of a host-paced step part measured between processes of one program on the H200: the
+host_launch_bound sample's workload under nsys, 3.01 / 3.07 / 4.98 ms median step with 0.28 ms of GPU work
+per step, so its host-paced part moved 2.73 -> 4.70 ms (1.72x) between two of three processes. A comparison
+of host-limited captures whose change lies within ``1 + host-paced share x 0.72`` of 1 (the larger share of
+the two sides) could be one such process: it carries a caveat and the repeat-the-captures next step, whatever
+its verdict (kprof/diagnose/compare/timelines.py)."""
 
 EXPECTATION_MIN_PROGRESS = DOMINANT_SHARE
 """An expectation with a target is met when the metric moved the predicted way by more than the noise

@@ -40,9 +40,12 @@ def run(exe: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-def probe(exe: str, tmp: Path, page: str, script: str, name: str = "probe.html") -> dict:
+def probe(
+    exe: str, tmp: Path, page: str, script: str, name: str = "probe.html", window: str | None = None
+) -> dict:
     """Open ``page`` (HTML text) with ``script`` appended; the script must store a JSON-able
-    result with ``kpProbe(result)`` (it runs a second after load, images decoded)."""
+    result with ``kpProbe(result)`` (it runs a second after load, images decoded). ``window``
+    (``"1280,1000"``) sets the viewport, as a screenshot of that size sees the page."""
     runner = (
         "<script>function kpProbe(r) { const p = document.createElement('pre'); p.id = 'kp-probe';"
         " p.textContent = JSON.stringify(r); document.body.appendChild(p); }\n"
@@ -50,7 +53,8 @@ def probe(exe: str, tmp: Path, page: str, script: str, name: str = "probe.html")
     )
     f = tmp / name
     f.write_text(page.replace("</body>", runner + "</body>") if "</body>" in page else page + runner, "utf-8")
-    r = run(exe, tmp, "--virtual-time-budget=20000", "--dump-dom", f.as_uri())
+    size = [f"--window-size={window}"] if window else []
+    r = run(exe, tmp, *size, "--virtual-time-budget=20000", "--dump-dom", f.as_uri())
     m = re.search(r'<pre id="kp-probe">(.*?)</pre>', r.stdout, re.S)
     assert m, f"chromium printed no probe result (rc={r.returncode}): {r.stderr[-2000:]}"
     return json.loads(htmllib.unescape(m.group(1)))

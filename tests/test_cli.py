@@ -57,7 +57,7 @@ def _write(path, data: bytes):
     "setup, reason",
     [
         (lambda d: d / "missing.sqlite", "no such file"),
-        (lambda d: d, "is a directory"),
+        (lambda d: d, "is a folder that holds no profile kprof reads"),
         (lambda d: _write(d / "empty.sqlite", b""), "file is empty"),
         (lambda d: _write(d / "notes.txt", b"hello"), "unrecognised file type"),
         (lambda d: _write(d / "fake.sqlite", b"not a db" * 10), "not an SQLite database"),
@@ -73,6 +73,39 @@ def test_bad_input_is_one_line_exit_2(tmp_path, setup, reason):
     assert str(path) in lines[0] and reason in lines[0]
     assert "Traceback" not in r.stderr
     assert r.stdout == ""
+
+
+def test_a_folder_is_diagnosed_as_the_profiles_in_it_as_report_reads_them(tmp_path, capsys):
+    """Issue 28: `kprof diagnose FOLDER` refused a folder that `kprof report` accepts."""
+    import shutil
+
+    from .conftest import SAMPLES
+
+    tl = SAMPLES / "timeline"
+    if not (tl / "sync_bound.sqlite").is_file():
+        pytest.skip("no sample gallery")
+    (tmp_path / "deep").mkdir()
+    for name in ("sync_bound.sqlite", "sync_bound.json.gz"):  # one capture: its .sqlite is read
+        shutil.copy(tl / name, tmp_path / name)
+    shutil.copy(SAMPLES / "ncu" / "uncoalesced_global_access.raw.csv", tmp_path / "deep" / "k.raw.csv")
+    (tmp_path / "notes.txt").write_text("not a profile")
+    assert main(["diagnose", "--json", str(tmp_path)]) == 0
+    files = [d["file"] for d in json.loads(capsys.readouterr().out)["diagnoses"]]
+    assert set(files) == {str(tmp_path / "sync_bound.sqlite"), str(tmp_path / "deep" / "k.raw.csv")}
+    assert (
+        main(
+            ["diagnose", "--json", str(tmp_path / "sync_bound.sqlite"), str(tmp_path / "deep" / "k.raw.csv")]
+        )
+        == 0
+    )
+    assert [d["file"] for d in json.loads(capsys.readouterr().out)["diagnoses"]] == files
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert (
+        main(["diagnose", str(empty), str(tmp_path / "deep")]) == 2
+    )  # the empty folder: one line, the rest runs
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "holds no profile" in err and "k.raw.csv" in out
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")

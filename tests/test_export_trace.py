@@ -283,6 +283,11 @@ def test_cli_writes_the_trace_and_refuses_bad_input_in_one_line(tmp_path: Path) 
     assert r.returncode == 0, r.stderr
     n_gaps = len(gap_causes(kprof.load(src)))
     assert r.stdout.startswith(f"wrote sync_bound.trace.json.gz: {n_gaps:,} idle gaps (sync ")
+    # each idle time in the unit its size calls for, as the diagnoses write it (28.3 µs, not 0.0283 ms)
+    idle = re.search(r"idle gaps \(([^)]*)\)", r.stdout)
+    assert idle, r.stdout
+    for cause, value, unit in re.findall(r"(\w+) ([0-9.]+) (ns|µs|ms|s)\b", idle[1]):
+        assert unit == "ns" or float(value) >= 1, (cause, value, unit)
     assert "\ncritical path of 5 steps (NVTX range 'step #', median " in r.stdout
     assert "  sync: cudaStreamSynchronize " in r.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sync_bound.trace.json.gz"]  # no temporary left

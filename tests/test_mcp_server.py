@@ -117,6 +117,14 @@ def test_an_agent_diagnoses_then_compares_and_gets_the_cli_json(mode: str) -> No
     assert c0["expectations"], "the before diagnosis's expectations are checked"
 
 
+def test_one_path_may_be_a_string_and_gets_the_same_json() -> None:
+    """Issue 28: a single string for ``paths`` was refused with the SDK's raw validation text."""
+    needs(SYNC)
+    one = session(lambda c: c.call_tool("diagnose", {"paths": str(SYNC)}))
+    assert not one.is_error, text(one)
+    assert one.structured_content == json.loads(cli("diagnose", "--json", str(SYNC)).stdout)
+
+
 def test_a_bad_path_is_a_tool_error_with_the_cli_line(tmp_path: Path) -> None:
     missing = str(tmp_path / "no_such_capture.sqlite")
     r = session(lambda c: c.call_tool("diagnose", {"paths": [missing]}))

@@ -116,14 +116,20 @@ def test_a_folder_stands_for_the_profiles_in_it(tmp_path, samples_dir):
 
 
 def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
-    # the notebooks that read the kernel reports run in one kernel ...
+    # two kernels for the samples' five notebooks (two cores, no third start-up): the kernel stages
+    # together, the others together in the workflow's order; the sections are put back in order
     runs = report.report_runs(["timeline", "job", "kernel", "mechanism", "compare"])
-    assert runs == [("timeline",), ("job",), ("kernel", "mechanism", "compare")]
-    # ... and read through the per-process memo, never kprof.load directly
-    for stage in report.RUN_TOGETHER:
+    assert runs == [("timeline", "job", "compare"), report.KERNEL_LANE]
+    assert report.report_runs(["kernel", "mechanism", "compare"]) == [("kernel", "mechanism", "compare")]
+    assert report.report_runs(["timeline", "job"]) == [("timeline",), ("job",)]
+    # ... and every notebook reads and diagnoses through the per-process memo, never kprof.load directly
+    for stage in ("timeline", "kernel", "mechanism", "compare"):
         nb = nbformat.read(report.template_path(stage), as_version=4)
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert "kprof.load(" not in code and re.search(r"report\.(kernel_entries|load_profile)\(", code)
+        assert not re.search(r"(?<![\w.])diagnose\(|kprof\.compare\(", code), (
+            stage
+        )  # diagnoses_of, compare_loaded
     import kprof.io
 
     calls: list[str] = []
@@ -135,6 +141,54 @@ def test_each_report_is_read_once_per_report(monkeypatch, samples_dir):
     assert report.kernel_entries([p])[0][p] is profiles[p] and report.load_profile(p) is profiles[p]
     assert calls == [p]  # read once, however many notebooks ask
     assert entries[0][2].file == p
+    import kprof.api
+
+    diagnosed: list[object] = []
+    real_diagnose = kprof.api.diagnose
+    monkeypatch.setattr(kprof.api, "diagnose", lambda x, **kw: diagnosed.append(x) or real_diagnose(x, **kw))
+    monkeypatch.setattr(report.views, "_DIAGNOSED", {})
+    first = report.kernel_entries([p])[1]
+    assert (
+        report.kernel_entries([p])[1] == first
+        and report.diagnoses_of(profiles[p])[0].headline == first[0][2].headline
+    )
+    assert diagnosed == [profiles[p]]  # diagnosed once, however many notebooks list its launches
+
+
+def test_the_before_after_notebook_compares_with_the_diagnoses_already_made(samples_dir):
+    import kprof
+
+    b, a = (str(samples_dir / "ncu" / f"pair_transpose_{x}.ncu-rep.gz") for x in ("before", "after"))
+    pb, pa = report.load_profile(b), report.load_profile(a)
+    known = report.diagnoses_of(pb)
+    (c,) = report.compare_loaded(pb, pa)
+    assert c.before == known[0]  # the kernel notebook's diagnosis, not a second one
+    assert [x.to_dict() for x in report.compare_loaded(pb, pa)] == [
+        x.to_dict() for x in kprof.compare(pb, pa)
+    ]
+
+
+def test_report_processes_import_nbformat_without_the_iri_grammar():
+    """``kprof report`` and its worker skip jsonschema's optional rfc3987-syntax (a Lark grammar compiled at
+    import, 1.3 s of CPU per process); notebooks still validate; a library caller's modules are left alone."""
+    code = (
+        "import sys, time\n"
+        "from kprof.report import skip_iri_grammar\n"
+        "skip_iri_grammar()\n"
+        "import nbformat\n"
+        "nbformat.validate(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')]))\n"
+        "print(sys.modules.get('rfc3987_syntax', 'absent'))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (
+        r.stdout.strip() == "None"
+    )  # marked absent: jsonschema's `import rfc3987_syntax` raised ImportError
+    after = "import jsonschema, sys\nfrom kprof.report import skip_iri_grammar\nskip_iri_grammar()\nprint(sys.modules.get('rfc3987_syntax', 'absent') is None)"
+    r = subprocess.run([sys.executable, "-c", after], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr  # jsonschema already there: untouched
+    src = (Path(report.__file__).parent / "__main__.py").read_text()
+    assert "skip_iri_grammar()" in src  # the worker process does it too
 
 
 def test_display_names_are_never_absolute(tmp_path, monkeypatch):
@@ -143,7 +197,10 @@ def test_display_names_are_never_absolute(tmp_path, monkeypatch):
     here = str(tmp_path / "mine" / "a.sqlite")
     names = report.display_names([here, "/srv/x/runs/b.ncu-rep", "/opt/y/runs/b.ncu-rep", "/opt/y/c.ncu-rep"])
     assert names[here] == "mine/a.sqlite"  # as typed from the current directory
-    assert names["/srv/x/runs/b.ncu-rep"] == "x/runs/b.ncu-rep" and names["/opt/y/runs/b.ncu-rep"] == "y/runs/b.ncu-rep"
+    assert (
+        names["/srv/x/runs/b.ncu-rep"] == "x/runs/b.ncu-rep"
+        and names["/opt/y/runs/b.ncu-rep"] == "y/runs/b.ncu-rep"
+    )
     assert names["/opt/y/c.ncu-rep"] == "opt/y/c.ncu-rep"  # as many folders as keep all the names apart
     assert not any(os.path.isabs(n) or n.startswith("..") for n in names.values())
     assert report.display_names(["/srv/a/x.sqlite", "/srv/a/b/y.sqlite"]) == {
@@ -302,8 +359,11 @@ def test_report_is_written_with_progress(built):
     runs = [ln for ln in lines if "executed in" in ln]
     names = sorted(n for ln in runs for n in re.search(r"\] (.+) executed", ln).group(1).split(" + "))
     assert names == sorted(report.TEMPLATES.values())  # every notebook ran, once
-    # the kernel, mechanism and comparison notebooks share one kernel: each ncu report is read once
-    assert any(ln.count(" + ") == 2 and "02_kernel" in ln and "05_compare" in ln for ln in runs)
+    # two kernels: the kernel and mechanism notebooks (each ncu report read once), and the others
+    assert sorted(re.search(r"\] (.+) executed", ln).group(1) for ln in runs) == [
+        "01_timeline.ipynb + 04_job.ipynb + 05_compare.ipynb",
+        "02_kernel.ipynb + 03_mechanism.ipynb",
+    ]
     assert all(re.search(r"executed in \d+\.\d s$", ln) for ln in runs)
     assert lines[-1].startswith("kprof report: exported") and str(built["path"]) in lines[-1]
 
@@ -337,14 +397,23 @@ def _cards(h: str) -> list[str]:
     return [htmllib.unescape(m) for m in re.findall(r'<p class="kp-headline"[^>]*>(.*?)</p>', h, re.S)]
 
 
+def _cells(row: str) -> list[str]:
+    return [
+        " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split())
+        for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    ]
+
+
 def _header_rows(h: str) -> list[list[str]]:
+    """verdict, "bottleneck input", headline and the fix line of its group, per row of the header."""
     table = h[h.index('class="kp-overview') :]
     table = table[: table.index("</table>")]
-    rows = re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>") :], re.S)
-    return [
-        [" ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
-        for r in rows
-    ]
+    rows = []
+    for group in re.findall(r'<tbody class="kp-ov-group">(.*?)</tbody>', table, re.S):
+        fix = re.search(r'<tr class="kp-ov-fix">(.*?)</tr>', group, re.S)
+        line = _cells(fix[1])[-1].split(":", 1)[1].strip() if fix else ""
+        rows += [[*_cells(r), line] for r in re.findall(r'<tr class="kp-ov-row">(.*?)</tr>', group, re.S)]
+    return rows
 
 
 @pytest.mark.slow
@@ -354,12 +423,26 @@ def test_report_says_each_thing_once(built):
     rows = _header_rows(h)
     cards = _cards(h)
     # every diagnosis of every input is a row of the header and a card exactly once
-    assert sorted(" ".join(c.split()) for c in cards) == sorted(r[3] for r in rows)
-    assert all(len(r) == 5 for r in rows)  # verdict, bottleneck, input, headline, fix
-    fixes = [r[4] for r in rows if r[0] == "fix"]
-    assert fixes and all(len(f) > 20 for f in fixes)  # the fix is in the table, no click needed
+    assert sorted(" ".join(c.split()) for c in cards) == sorted(r[2] for r in rows)
+    assert all(len(r) == 4 for r in rows)  # verdict, bottleneck and input, headline, the group's fix line
+    fixes = [r[3] for r in rows if r[0] == "fix"]
+    assert fixes and all(len(f) > 20 for f in fixes)  # the fix (its first sentence) is in the table
     # the comparisons name both diagnoses in one line each; their cards are in the inputs' sections
     assert 'class="kp-facts kp-cmp-lines"' in h and 'class="kp-cmp-side"' not in h
+
+
+@pytest.mark.slow
+def test_report_element_ids_are_unique_and_every_link_leads_somewhere(built):
+    """Issue 28: ``kp-diag-1`` three times and ``What-next`` three times sent links to the wrong place."""
+    from .test_report_first_screen import assert_ids_unique_and_links_lead_somewhere, ids_of
+
+    assert_ids_unique_and_links_lead_somewhere(built["html"])
+    head = built["html"][built["html"].index('class="kp-overview') :]
+    head = head[: head.index("</table>")]
+    rows = head.count('<tr class="kp-ov-row">')
+    linked = set(re.findall(r'href="#(kp-d-[0-9a-f]+)"', head))
+    assert rows and len(linked) == rows  # every row of the header links to its own diagnosis
+    assert linked <= set(ids_of(built["html"]).ids)
 
 
 @pytest.mark.slow
@@ -438,6 +521,27 @@ def test_browser_shows_headlines_and_plots(browser_view):
     assert p["images_visible"] >= 8  # whole/zoomed timelines, roofline, pairs, first picked kernel
     assert p["scripts"] == 1  # only the probe: the report itself runs no script
     assert p["evil_as_text"]  # the crafted kernel name reads as text
+
+
+FOLLOW = """
+  const hidden = [];
+  const links = [...document.querySelectorAll(".kp-overview a.kp-ov-link")];
+  for (const a of links) {
+    location.hash = a.getAttribute("href");
+    const t = document.getElementById(a.getAttribute("href").slice(1));
+    const r = t.getBoundingClientRect();  // a diagnosis inside a closed kernel picker opens with the link
+    if (t.closest("details:not([open])") !== null || r.top < -1 || r.top > window.innerHeight)
+      hidden.push(a.textContent.slice(0, 60));
+  }
+  kpProbe({links: links.length, hidden});
+"""
+
+
+@pytest.mark.slow
+def test_browser_follows_every_header_link_to_its_diagnosis(built, tmp_path):
+    exe = browser.chromium()
+    seen = browser.probe(exe, tmp_path, built["html"], FOLLOW, window="1280,1000")
+    assert seen["links"] >= 40 and seen["hidden"] == [], seen["hidden"]
 
 
 @pytest.mark.slow

@@ -211,3 +211,59 @@ def test_kprof_notebook_writes_clean_copies_and_never_overwrites(tmp_path):
     assert r.returncode == 0 and len(list((tmp_path / "all").glob("*.ipynb"))) == len(report.TEMPLATES)
     r = kprof("notebook", "kernel", "-o", str(REPO / "kprof" / "templates"), "--force")
     assert r.returncode == 2 and "shipped template itself" in r.stderr
+
+
+# ------------------------------------------------------------------ parameters: one path or a list
+
+
+def test_path_parameters_take_one_path_or_a_list_and_refuse_the_rest_in_one_line():
+    from kprof.errors import KprofError
+
+    assert report.path_list("a.sqlite", "timeline_paths") == ["a.sqlite"]  # papermill -p passes a string
+    assert report.path_list(Path("a.sqlite"), "timeline_paths") == ["a.sqlite"]
+    assert report.path_list(("a", "b"), "kernel_paths") == ["a", "b"] and report.path_list(None, "x") is None
+    assert report.pair_list(["a_before.ncu-rep", "a_after.ncu-rep"]) == [
+        ["a_before.ncu-rep", "a_after.ncu-rep"]
+    ]
+    assert report.pair_list([["b1", "a1"], ("b2", "a2")]) == [["b1", "a1"], ["b2", "a2"]]
+    for value, name, words in (
+        (3, "timeline_paths", "timeline_paths must be a list of paths (or one path), not int"),
+        (
+            [1, "a"],
+            "kernel_paths",
+            "kernel_paths must be a list of paths (or one path), not a list of int, str",
+        ),
+        ("a_before.ncu-rep", "pairs", "pairs must be a list of [before, after] pairs of paths, not str"),
+    ):
+        with pytest.raises(KprofError) as e:
+            (report.pair_list if name == "pairs" else report.path_list)(value, name)
+        assert str(e.value) == words
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_every_template_normalizes_its_path_parameters_after_the_guard(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    (params,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    setup = next(c for c in nb.cells[nb.cells.index(params) + 1 :] if c.cell_type == "code").source
+    for name in ("timeline_paths", "kernel_paths", "pairs"):
+        if re.search(rf"^{name} = ", params.source, re.M):
+            call = "pair_list(pairs" if name == "pairs" else f'path_list({name}, "{name}")'
+            assert f"{name} = report.{call}" in setup, (path.name, name)
+            assert setup.index("refuse_in_place()") < setup.index(f"{name} = report.")
+
+
+@pytest.mark.slow
+def test_papermill_runs_the_timeline_template_on_one_path_given_as_a_string(tmp_path: Path):
+    """Issue 28: ``papermill 01_timeline.ipynb out.ipynb -p timeline_paths FILE`` read FILE as characters."""
+    from kprof.errors import KprofError
+
+    sample = REPO / "data" / "samples" / "timeline" / "sync_bound.sqlite"
+    if not sample.is_file():
+        pytest.skip("no sample gallery")
+    nb = report.execute_template("timeline", {"timeline_paths": str(sample), "interactive": False}, tmp_path)
+    shown = " ".join(_outputs(nb, "text/html"))
+    assert "sync_bound.sqlite" in shown and "kp-overview" in shown
+    with pytest.raises(
+        KprofError, match=r"^timeline_paths must be a list of paths \(or one path\), not int$"
+    ):
+        report.execute_template("timeline", {"timeline_paths": 3}, tmp_path)

@@ -106,7 +106,9 @@ def _filled_kernel_notebook(folder: Path) -> Path:
     path = folder / "02_kernel.ipynb"
     nb = nbformat.read(path, as_version=4)
     (params,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    params.source += f"\nkernel_paths = {[str(p) for p in REPORTS]!r}\ninteractive = True\n"  # as a user fills it
+    params.source += (
+        f"\nkernel_paths = {[str(p) for p in REPORTS]!r}\ninteractive = True\n"  # as a user fills it
+    )
     nbformat.write(nb, path)
     return path
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from kprof import commands
 from kprof.capture.captures import _strip_ext, capture_ncu, capture_nsys, default_output
 from kprof.capture.diagnosis import diagnose_kernel_report, diagnose_timeline, load_timeline, why_no_ncu
 from kprof.capture.targets import (
@@ -213,7 +214,7 @@ def run_ncu_targets(
             f"ncu [{i}/{len(targets)}]: `{t.short_name}` holds {100 * t.share:.1f}% of the GPU time "
             f"({t.launches} launches); profiling one launch: --launch-skip {t.launch_skip} {t.skip_reason}.{coop}"
         )
-        base = f"{opts.base}.k{i}.{re.sub(r'[^A-Za-z0-9_.-]+', '_', t.short_name)[:60]}"
+        base = commands.kernel_report_stem(opts.base, i, t.short_name)
         rep = capture_ncu(
             opts.cmd,
             base,

@@ -791,7 +791,7 @@ NAMED_ON_PATH = ("sync_bound", "host_compute_bound")
 
 ANNOTATE_MAX_STEPS = 50
 """Steps walked to annotate a diagnosis (spread evenly over the steady state): the shares of 50 steps
-already vary by less than the run-to-run noise of a host-bound loop (TIMELINE_HOST_BOUND_NOISE), and
+already vary by less than the run-to-run noise of a host-bound loop (HOST_PACED_PROCESS_SD), and
 it keeps the walk to a fraction of a second on a long capture."""
 
 

@@ -51,6 +51,7 @@ def diagnose_launch(
     source_format: str = "ncu-rep",
     cooperative: bool = False,
     source: str | None = None,
+    program: str | None = None,
 ) -> Diagnosis:
     """Diagnose one kernel launch (see the module docstring for the order of the checks).
 
@@ -69,6 +70,9 @@ def diagnose_launch(
         commands use ``--replay-mode application``.
     source
         The report's path: the suggested commands write the next capture beside it and compare the two.
+    program
+        The profiled program's command line (``KernelProfile.program``), which those commands run; a
+        placeholder is printed without it.
 
     Examples
     --------
@@ -84,6 +88,7 @@ def diagnose_launch(
         "source_format": source_format,
         "cooperative": cooperative,
         "source": source,
+        "program": program,
     }
     odd = k.odd_values()
     if not odd:
@@ -97,11 +102,25 @@ def diagnose_launch(
 
 @localized
 def _judge(
-    k: KernelLaunch, *, duration_ns: float | None, source_format: str, cooperative: bool, source: str | None
+    k: KernelLaunch,
+    *,
+    duration_ns: float | None,
+    source_format: str,
+    cooperative: bool,
+    source: str | None,
+    program: str | None,
 ) -> Diagnosis:
     label = "timeline" if duration_ns is not None else UNDER_NCU
     duration = duration_ns if duration_ns is not None else k.value(DURATION)
-    f = build_facts(k, duration, label, source_format=source_format, cooperative=cooperative, source=source)
+    f = build_facts(
+        k,
+        duration,
+        label,
+        source_format=source_format,
+        cooperative=cooperative,
+        source=source,
+        program=program,
+    )
     found = [m for m in (rule(f) for rule in MECHANISMS) if m is not None]
     return verdict(f, found)
 
@@ -162,6 +181,7 @@ def diagnose_kernels(profile: KernelProfile, timeline: Any = None) -> list[Diagn
             source_format=profile.format,
             cooperative=coop,
             source=profile.source,
+            program=profile.program or None,
         )
         dur = (statistics.median(tl) if tl else k.value(DURATION)) or 0.0
         weight = {Verdict.FIX: 1.0, Verdict.INCONCLUSIVE: 0.5, Verdict.HEALTHY: 0.1}[d.verdict]

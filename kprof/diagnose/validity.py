@@ -249,8 +249,8 @@ def _damaged_values(
         "artifact of the value. Whether it came from the capture, an export, a conversion or an edit, the "
         "file alone does not tell: its structure is sound.",
         confidence=Confidence(value=0.9, would_raise="a report whose values are all possible"),
-        next_step="Export the report again from the .ncu-rep (`ncu --import REPORT.ncu-rep --csv --page raw > "
-        "kernels.csv`), or profile the kernel again (`ncu --set full`), and diagnose the new file.",
+        next_step="Export the report again from the .ncu-rep (`ncu --import <report>.ncu-rep --csv --page raw > "
+        "<report>.raw.csv`), or profile the kernel again (`ncu --set full`), and diagnose the new file.",
     )
 
 

@@ -473,12 +473,13 @@ def _how_to_get_lines(k: KernelLaunch, line_info: bool, language: str | None) ->
     if language == "pytorch":
         return (
             "PyTorch's own kernels carry no line info; the line to change is the PyTorch call that launched this "
-            "kernel: `ncu --call-stack-type python ...` records the Python call stack of each launch."
+            "kernel: `--call-stack-type python` on ncu's command line records the Python call stack of each launch."
         )
     if language == "library":
         return (
             "Library kernels ship without line info; the line to change is the call into the library (its shapes, "
-            "dtypes, flags): `ncu --call-stack-type python ...` (or `native`) records the call stack of each launch."
+            "dtypes, flags): `--call-stack-type python` (or `native`) on ncu's command line records the call stack of "
+            "each launch."
         )
     if language == "triton":
         return (

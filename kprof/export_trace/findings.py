@@ -67,6 +67,10 @@ _NAMED_BY_OP = frozenset({"host_compute"})
 """Causes whose slice name also says which host operator or range covers the gap."""
 
 
+_NCU_IN_BACKTICKS = re.compile(r"`(ncu\s(?:[^`']|'[^']*')*)`")
+"""An ncu command in backticks; a kernel name in it may hold a backtick, inside the shell's single quotes."""
+
+
 def ncu_targets(diagnosis: Diagnosis) -> list[tuple[str, str, bool]]:
     """The kernels a diagnosis asks to profile: ``(regex, command, match_demangled)`` per ncu command in
     its ``next_step`` (``-k 'regex:...'``; ``--kernel-name-base demangled`` matches full names).
@@ -75,17 +79,14 @@ def ncu_targets(diagnosis: Diagnosis) -> list[tuple[str, str, bool]]:
     --------
     >>> from kprof.model import Diagnosis, Verdict, Subject, SubjectKind
     >>> d = Diagnosis(subject=Subject(kind=SubjectKind.CAPTURE, name="x"), bottleneck=None,
-    ...               verdict=Verdict.FIX, headline="h",
-    ...               next_step="Profile: ncu --set full -k 'regex:^gemm$' --launch-skip 2 -o a ./app")
+    ...               verdict=Verdict.INCONCLUSIVE, headline="h",
+    ...               next_step="Profile: `ncu --set full -k 'regex:^gemm$' --launch-skip 2 -o a ./app`")
     >>> ncu_targets(d)[0][:2]
     ('^gemm$', "ncu --set full -k 'regex:^gemm$' --launch-skip 2 -o a ./app")
     """
     out: list[tuple[str, str, bool]] = []
     text = diagnosis.next_step or ""
-    for part in re.split(r"\s+\|\s+", text):
-        m = re.search(r"(?:^|\s)(ncu\s.*)$", part)
-        if not m:
-            continue
+    for m in _NCU_IN_BACKTICKS.finditer(text):  # every command kprof prints is in backticks
         cmd = m.group(1).strip()
         try:
             argv = shlex.split(cmd)

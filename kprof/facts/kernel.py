@@ -24,8 +24,12 @@ from kprof.diagnose.roofline import (
 from kprof.diagnose.sass import Dataflow, SassSummary, analyze_sass, dataflow
 from kprof.facts.names import (
     DERIVED,
+    DRAM_READ_BYTES,
     DURATION,
+    FFMA_THREAD_INST,
+    FFMA_THREAD_RATE,
     GATOM_REQUESTS,
+    GLD_INSTRUCTIONS,
     GLD_REQUESTS,
     GLD_SECTORS,
     GRED_REQUESTS,
@@ -48,12 +52,15 @@ from kprof.facts.names import (
     SATOM_WAVEFRONTS,
     SLD_REQUESTS,
     SLD_WAVEFRONTS,
+    SMSP_ELAPSED,
+    SOURCE_THREAD_INST,
     SST_REQUESTS,
     SST_WAVEFRONTS,
     THEORETICAL_OCC,
     THREADS_PER_INST,
     WAVES,
 )
+from kprof.facts.passes import RepeatedPass, repeated_pass
 from kprof.facts.sass_traits import fp64_promotion
 from kprof.facts.stalls import stall_reasons
 from kprof.facts.units import (
@@ -62,12 +69,13 @@ from kprof.facts.units import (
     UNIT_WORDS,
     fp_inst_share,
     has_tensor_cores,
+    issue_elapsed,
     unit_flags,
     unit_utilization,
     work_inst_share,
 )
 from kprof.kernel_model import KernelLaunch
-from kprof.model import Evidence
+from kprof.model import Evidence, _fmt
 
 UNDER_NCU = "measured under ncu"
 
@@ -113,6 +121,17 @@ _FROM_COUNTERS: dict[str, Callable[[KernelLaunch], float | None]] = {
     "derived:dram_bytes": lambda k: dram_bytes(k),
     "derived:fp_inst_share": lambda k: fp_inst_share(k),
     "derived:work_inst_share": lambda k: work_inst_share(k),
+    "derived:threads_per_inst_executed": lambda k: threads_per_instruction(k)[0],
+    "derived:ffma_warp_instructions": lambda k: ffma_warp_instructions(k),
+    "derived:shared_loads_per_ffma": lambda k: ratio(_first(k, SLD_REQUESTS), ffma_warp_instructions(k)),
+    "derived:shared_load_wavefronts_per_ffma": lambda k: ratio(
+        k.value(SLD_WAVEFRONTS), ffma_warp_instructions(k)
+    ),
+    "derived:shared_instructions_per_global_load": lambda k: ratio(
+        shared_requests(k, "ld", "st"), _first(k, GLD_INSTRUCTIONS)
+    ),
+    "derived:repeated_pass_bytes": lambda k: rp.repeated_bytes if (rp := repeated_pass_of(k)) else None,
+    "derived:single_pass_dram_read_bytes": lambda k: _single_pass_reads(k),
 }
 """The derived quantities computed from the launch's counters alone (see :data:`~kprof.facts.names.DERIVED`)."""
 
@@ -187,11 +206,60 @@ def _sass_value(k: KernelLaunch, name: str) -> float | None:
         "dependent_load_share": flow.dependent_load_share if flow.global_loads else None,
         "int_data_share": flow.int_data_share(s.instructions),
         "local_instructions": s.local_loads + s.local_stores,
+        "local_instruction_share": s.share(s.local_loads + s.local_stores),
         "global_atomics": s.global_atomics,
         "async_copies": s.async_copies,
         "fp64_widening_conversions": promo.widen if promo else None,
         "fp64_inst_share": 100.0 * promo.fp64_share if promo else None,
     }.get(what)
+
+
+def _first(k: KernelLaunch, names: Iterable[str]) -> float | None:
+    hit = k.first_value(*names)
+    return hit[1] if hit is not None else None
+
+
+def threads_per_instruction(k: KernelLaunch) -> tuple[float | None, str]:
+    """Active threads per executed warp instruction and the name it is quoted under: ncu's InstructionStats ratio,
+    else SourceCounters' kernel-wide ``thread_inst_executed / inst_executed`` (a ``--section SourceCounters``
+    report), under ``derived:threads_per_inst_executed``. (None, the ratio's name) when the report has neither."""
+    v = k.value(THREADS_PER_INST)
+    if v is not None:
+        return v, THREADS_PER_INST
+    threads, warps = (k.value(n) for n in SOURCE_THREAD_INST)
+    return ratio(threads, warps), "derived:threads_per_inst_executed"
+
+
+def ffma_warp_instructions(k: KernelLaunch) -> float | None:
+    """FFMA warp instructions executed: the thread FFMAs (their count, or their rate per elapsed cycle x the SM
+    sub-partitions' elapsed cycles) over 32 lanes; None when the report has neither."""
+    n = k.value(FFMA_THREAD_INST)
+    if n is None:
+        rate, cycles = k.value(FFMA_THREAD_RATE), k.value(SMSP_ELAPSED)
+        n = rate * cycles if rate is not None and cycles else None
+    return n / th.WARP_SIZE if n is not None else None
+
+
+def repeated_pass_of(k: KernelLaunch) -> RepeatedPass | None:
+    """The launch's repeated pass over the same data, from its SASS (:func:`kprof.facts.passes.repeated_pass`)."""
+    return repeated_pass(k.sass, k.blocks)
+
+
+def repeated_dram_bytes(k: KernelLaunch) -> float | None:
+    """DRAM read bytes that a repeated pass costs: the DRAM reads beyond what a single pass reads, at most the bytes
+    the later loop reads again; 0 when that is under MIN_MECHANISM_SAVINGS of the DRAM traffic (the second pass hit
+    in L2: what is left is measurement noise and explains nothing of a DRAM-bound kernel's time). None without a
+    repeated pass or ``dram__bytes_read.sum``."""
+    rp, read, moved = repeated_pass_of(k), k.value(DRAM_READ_BYTES), dram_bytes(k)
+    if rp is None or read is None:
+        return None
+    again = min(rp.repeated_bytes, max(0.0, read - rp.per_block_bytes))
+    return again if moved and again >= th.MIN_MECHANISM_SAVINGS * moved else 0.0
+
+
+def _single_pass_reads(k: KernelLaunch) -> float | None:
+    again, read = repeated_dram_bytes(k), k.value(DRAM_READ_BYTES)
+    return read - again if again is not None and read is not None else None
 
 
 def dram_bytes(k: KernelLaunch) -> float | None:
@@ -265,6 +333,8 @@ class KernelFacts:
     source_format: str = "ncu-rep"
     cooperative: bool = False
     source: str | None = None
+    program: str | None = None
+    """The profiled program as it runs from the current folder, when known (the suggested ncu commands run it)."""
 
     def v(self, name: str) -> float | None:
         return self.k.value(name)
@@ -356,6 +426,7 @@ def build_facts(
     source_format: str = "ncu-rep",
     cooperative: bool = False,
     source: str | None = None,
+    program: str | None = None,
 ) -> KernelFacts:
     """The facts of launch ``k``; ``duration_ns`` is labelled ``label`` (from a timeline, or measured under ncu)."""
     roof = roofline(k)
@@ -375,6 +446,7 @@ def build_facts(
         source_format=source_format,
         cooperative=cooperative,
         source=source,
+        program=program,
     )
 
 
@@ -462,12 +534,14 @@ def bandwidth_metric(f: KernelFacts, unit: str) -> str:
 
 def compulsory_dram_bytes(k: KernelLaunch) -> float | None:
     """The bytes that must cross DRAM, when the report says which bytes the kernel asked for: the fewer of the DRAM
-    bytes moved (read + written) and the bytes of ncu's ideal sectors of the executed global instructions (x 32 B).
-    None without either: DRAM bytes alone cannot tell compulsory traffic from excess sectors that reached DRAM."""
+    bytes moved (read + written) and the bytes of ncu's ideal sectors of the executed global instructions (x 32 B),
+    less the DRAM reads of a repeated pass over data read before (:func:`repeated_dram_bytes`: the instructions asked
+    for those bytes, but the algorithm needs them once). None without either: DRAM bytes alone cannot tell
+    compulsory traffic from excess sectors that reached DRAM."""
     moved, ideal = dram_bytes(k), k.value(L2_THEORETICAL_SECTORS_IDEAL)
     if not moved or ideal is None:
         return None
-    return min(moved, ideal * th.SECTOR_BYTES)
+    return min(moved, ideal * th.SECTOR_BYTES) - (repeated_dram_bytes(k) or 0.0)
 
 
 def at_dram_floor(f: KernelFacts) -> bool:
@@ -498,7 +572,8 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
     of the unit that would run them (the tensor path for FP32 work when ``fix_unit == "tensor"``). The bytes
     that must move are the fewer of the DRAM bytes moved and the bytes the executed global instructions asked
     for (ncu's ideal sectors x 32 B): a fix of the access pattern can bring DRAM traffic down to the requested
-    bytes, not below; data the caches already serve need not cross DRAM at all.
+    bytes, not below; data the caches already serve need not cross DRAM at all, nor the DRAM reads of a second pass
+    over data the kernel read before (:func:`repeated_dram_bytes`).
 
     Examples
     --------
@@ -515,9 +590,25 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
     it needs at least the pipe's measured busy time at 100% (``d x`` the pipe's elapsed utilisation), whatever the
     peak of a faster instruction (an mma.sync kernel never reaches the HGMMA peak by launching more blocks).
     """
+    parts = kernel_floor_parts(k, fix_unit, fraction)
+    return max(ns for ns, _ in parts) if parts else None
+
+
+_PEAK_WORDS = {"fp32": "FP32", "fp64": "FP64", "fp16": "FP16", "bf16": "BF16", "tensor": "tensor-core"}
+
+
+def kernel_floor_parts(
+    k: KernelLaunch, fix_unit: str | None = None, fraction: float = 1.0, issue_kept: float | None = None
+) -> list[tuple[float, str]]:
+    """The terms of :func:`kernel_floor_ns`, each ``(ns, what it is in words)``: the compulsory DRAM bytes at the
+    DRAM peak, each precision's FLOPs at its unit's peak, a kept pipe's busy time; [] when the report gives none.
+
+    ``issue_kept``: the share of today's warp instructions a fix keeps (1.0 for a fix that overlaps the same work
+    better, None when it changes the instruction stream): they need at least their issue time at the SMs' peak
+    issue rate (one warp instruction per scheduler per cycle), the duration x the issue's elapsed utilisation."""
     roof = roofline(k)
     d = k.value(DURATION)
-    floors: list[float] = []
+    floors: list[tuple[float, str]] = []
     moved = dram_bytes(k)
     peak_bw = roof.peak_bytes_per_s.get("dram")
     if moved is None and d and peak_bw and "dram" in roof.utilization:
@@ -525,8 +616,15 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
     ideal = k.value(L2_THEORETICAL_SECTORS_IDEAL)
     if moved is not None and ideal is not None:
         moved = min(moved, ideal * th.SECTOR_BYTES)
+    if moved is not None:
+        moved -= repeated_dram_bytes(k) or 0.0  # a second pass over data read once before need not cross DRAM
     if moved is not None and peak_bw:
-        floors.append(moved / (peak_bw * fraction) * 1e9)
+        floors.append(
+            (
+                moved / (peak_bw * fraction) * 1e9,
+                f"{_fmt(moved, 'B')} over DRAM at {_fmt(fraction, 'fraction')} of its {_fmt(peak_bw / 1e9, 'GB/s')} peak",
+            )
+        )
     if d:
         for prec, rate in roof.flops.items():
             unit = "tensor" if (prec == "fp32" and fix_unit == "tensor") else prec
@@ -534,9 +632,25 @@ def kernel_floor_ns(k: KernelLaunch, fix_unit: str | None = None, fraction: floa
                 unit = "fp32"  # promoted FP64 math kept in FP32 (kprof.rules.kernel.precision)
             peak = roof.peak_flops.get(unit)
             if peak:
-                floors.append(rate * d * 1e-9 / (peak * fraction) * 1e9)
+                floors.append(
+                    (
+                        rate * d * 1e-9 / (peak * fraction) * 1e9,
+                        f"the {_PEAK_WORDS.get(prec, prec)} FLOPs at {_fmt(fraction, 'fraction')} of the "
+                        f"{_PEAK_WORDS.get(unit, unit)} peak",
+                    )
+                )
         if fix_unit is None:
             for pipe in ("tensor_pipe", "fp64_pipe"):
                 if pipe in roof.utilization:
-                    floors.append(d * roof.utilization[pipe])
-    return max(floors) if floors else None
+                    floors.append(
+                        (
+                            d * roof.utilization[pipe],
+                            f"the {pipe.split('_')[0]} pipe's busy time at 100% of its rate",
+                        )
+                    )
+    issue = issue_elapsed(k) if issue_kept is not None and d else None
+    if issue and d and issue_kept is not None:
+        inst = k.value("smsp__inst_executed.sum")
+        what = f"the {_fmt(int(inst * issue_kept))} warp instructions" if inst else "the warp instructions"
+        floors.append((d * issue * issue_kept, f"{what} it keeps at the SMs' peak issue rate"))
+    return floors

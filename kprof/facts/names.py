@@ -84,6 +84,20 @@ ISSUE_ELAPSED = "sm__inst_executed.avg.pct_of_peak_sustained_elapsed"
 L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
 L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
 DRAM_READ_SECTORS = "dram__sectors_read.sum"
+DRAM_READ_BYTES = "dram__bytes_read.sum"
+DRAM_WRITE_BYTES = "dram__bytes_write.sum"
+GLD_INSTRUCTIONS = ("smsp__sass_inst_executed_op_global_ld.sum", GLD_REQUESTS)
+"""Global load warp instructions: ncu's executed count, else the L1's load requests (one per warp instruction)."""
+FFMA_THREAD_INST = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+FFMA_THREAD_RATE = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"
+FADD_THREAD_RATE = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed"
+SMSP_ELAPSED = "smsp__cycles_elapsed.avg"
+INST_EXECUTED = "smsp__inst_executed.sum"
+SHARED_WAVEFRONT_PCT = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"
+SOURCE_THREAD_INST = ("thread_inst_executed", "inst_executed")
+"""SourceCounters' kernel-wide sums (a ``--section SourceCounters`` report): thread instructions and warp
+instructions executed, whose ratio is the active threads per warp instruction when the InstructionStats section
+(:data:`THREADS_PER_INST`) was not collected."""
 
 # Quantities kprof quotes that are not one ncu metric. Evidence and expectations name either a metric the report
 # holds, or one of these (computed by metric_value(), so `kprof compare` reads the same quantity from an after
@@ -141,10 +155,25 @@ DERIVED: dict[str, str] = {
     "sass:operand_reuse": "FMA multiplicand uses per loaded value (SASS data flow)",
     "sass:dependent_load_share": "global loads whose address is computed from loaded data (SASS data flow)",
     "sass:local_instructions": "executed (or listed) LDL + STL instructions",
+    "sass:local_instruction_share": "LDL + STL among executed SASS instructions",
     "sass:global_atomics": "executed RED/ATOM instructions on global memory",
     "sass:async_copies": "executed asynchronous global -> shared copies (LDGSTS, UTMALDG, UBLKCP)",
     "sass:fp64_widening_conversions": "executed F2F.F64.F32 (FP32 -> FP64) in a kernel whose global accesses are all "
     "32-bit and that narrows its results back (F2F.F32.F64): FP32 data computed in FP64 (kprof.facts.sass_traits)",
+    "derived:threads_per_inst_executed": f"{THREADS_PER_INST}, else thread_inst_executed / inst_executed "
+    "(SourceCounters' kernel-wide sums)",
+    "derived:ffma_warp_instructions": f"FFMA warp instructions: {FFMA_THREAD_INST} (or {FFMA_THREAD_RATE} x "
+    f"{SMSP_ELAPSED}) / 32",
+    "derived:shared_loads_per_ffma": "shared-memory load instructions (LDS, LDSM) per FFMA warp instruction: "
+    "smsp__sass_inst_executed_op_shared_ld.sum / derived:ffma_warp_instructions",
+    "derived:shared_load_wavefronts_per_ffma": f"{SLD_WAVEFRONTS} / derived:ffma_warp_instructions",
+    "derived:shared_instructions_per_global_load": "(shared load + store instructions) / global load instructions "
+    "(smsp__sass_inst_executed_op_global_ld.sum, else l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum)",
+    "derived:repeated_pass_bytes": "bytes a second loop reads again from the addresses an earlier loop of the same "
+    "block read (SASS: the same parameter, block and thread address at both loops' first iteration; per-PC "
+    "inst_executed x width x active threads)",
+    "derived:single_pass_dram_read_bytes": "dram__bytes_read.sum less the repeated pass's bytes that DRAM served "
+    "(the reads of a kernel that reads each row once)",
     "sass:fp64_inst_share": "% of executed SASS instructions that are FP64 (DFMA/DADD/DMUL/DSETP/DMNMX, MUFU.*64H, "
     "conversions to or from F64), in such a kernel",
     "sass:half_conversions": "executed FP16/BF16 <-> FP32 conversions (HADD2.F32, F2F, F2FP.PACK_AB) inside loops in "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from kprof.facts.quantities import STALL_LATENCY, STALL_PER_ISSUE
 from kprof.kernel_model import KernelLaunch
 
 _STALL_PATTERNS = (
@@ -34,7 +35,7 @@ their own; a warp waiting on them shows ``long_scoreboard``."""
 
 
 def stall_reasons(k: KernelLaunch) -> dict[str, float]:
-    """Warp stall reasons (cycles per issued instruction, or PC samples), largest first; {} when not collected.
+    """Warp stall reasons (warp cycles per issued instruction, or PC samples), largest first; {} when not collected.
 
     :func:`stall_metric` names what the numbers are.
     """
@@ -48,8 +49,8 @@ def stall_metric(k: KernelLaunch, reason: str) -> tuple[str, str]:
     if kind == "pc_samples":
         return f"sass:smsp__pcsamp_warps_issue_stalled_{reason}", "PC samples"
     if kind == "latency":
-        return f"smsp__average_warp_latency_issue_stalled_{reason}.ratio", "cycles/instruction"
-    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio", "cycles/issued instruction"
+        return f"smsp__average_warp_latency_issue_stalled_{reason}.ratio", STALL_LATENCY
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio", STALL_PER_ISSUE
 
 
 def _stalls(k: KernelLaunch) -> tuple[dict[str, float], str]:

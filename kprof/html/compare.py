@@ -38,15 +38,25 @@ def _ns(ns: float | None) -> str:
     return f"{ns:.3g} ns"
 
 
+def _interval_text(c: Comparison) -> str:
+    """``1.15-1.65x`` (the speedup's interval), or "" without one."""
+    if c.speedup_interval is None:
+        return ""
+    lo, hi = c.speedup_interval
+    return f"{lo:.3g}-{hi:.3g}x"
+
+
 def _speedup_text(c: Comparison) -> str:
     if c.speedup is None:
         return "no speedup measured"
     s = c.speedup
+    pm = f"±{100 * (c.noise_threshold or 0):.3g}%"
+    iv = _interval_text(c)
     if c.verdict.value == "unchanged":
-        return f"unchanged: {s:.3g}x, within the noise (±{100 * (c.noise_threshold or 0):.3g}%)"
+        return f"unchanged: {s:.3g}x, within the noise ({pm}: {iv})" if iv else f"unchanged: {s:.3g}x ({pm})"
     if s >= 1:
-        return f"{s:.3g}x faster"
-    return f"{1 / s:.3g}x slower"
+        return f"{s:.3g}x faster (interval {iv}, {pm})" if iv else f"{s:.3g}x faster"
+    return f"{1 / s:.3g}x slower (speedup {s:.3g}x, interval {iv}, {pm})" if iv else f"{1 / s:.3g}x slower"
 
 
 def _status(x: ExpectationCheck) -> str:
@@ -91,6 +101,8 @@ def comparison_summary(c: Comparison) -> dict[str, Any]:
         "duration": duration,
         "duration_source": c.duration_source,
         "noise": c.noise,
+        "interval": _interval_text(c),
+        "next_step": c.next_step,
         "file_before": c.file_before or "",
         "file_after": c.file_after or "",
         "name_before": os.path.basename(c.file_before or "") or "before",
@@ -122,6 +134,8 @@ def render_comparison_text(s: dict[str, Any]) -> str:
         lines.append("  expectations of the before diagnosis: none (it predicted nothing to check)")
     for n in s["notes"]:
         lines.append(f"  note: {n}")
+    if s["next_step"]:
+        lines.append(f"  next step: {s['next_step']}")
     lines.append(f"  files: {s['file_before']} -> {s['file_after']}")
     return printable("\n".join(lines), keep="\t\n")  # no terminal control from a profile
 
@@ -132,7 +146,7 @@ def render_comparison_html(s: dict[str, Any], *, sides: bool = True) -> str:
     ``sides=False`` gives each diagnosis one line instead of its full card (the report shows the
     cards once, in the sections of the inputs)."""
     from kprof.html._common import _env, next_id
-    from kprof.html.diagnosis import render_text
+    from kprof.html.diagnosis import anchor_of, render_text
 
     root_id = next_id("kp-cmp")
     cards = [
@@ -141,12 +155,14 @@ def render_comparison_html(s: dict[str, Any], *, sides: bool = True) -> str:
             "s": s["before"],
             "text": render_text(s["before"]),
             "id": next_id("kp-diag"),
+            "anchor": anchor_of(s["before"]),
         },
         {
             "caption": f"after: {s['name_after']}",
             "s": s["after"],
             "text": render_text(s["after"]),
             "id": next_id("kp-diag"),
+            "anchor": anchor_of(s["after"]),
         },
     ]
     return (

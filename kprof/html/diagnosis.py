@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kprof.errors import printable as _printable
-from kprof.html._common import _env, css, next_id
+from kprof.html._common import _env, css, diagnosis_anchor, next_id
 from kprof.model import _fmt
 
 if TYPE_CHECKING:
@@ -112,10 +112,15 @@ def _render_text(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def anchor_of(s: dict[str, Any]) -> str:
+    """The id a diagnosis's view carries for links to it (:func:`~kprof.html._common.diagnosis_anchor`)."""
+    return diagnosis_anchor(str(s["subject"]), str(s["bottleneck"]), str(s["verdict"]), str(s["headline"]))
+
+
 def render_html(s: dict[str, Any]) -> str:
     """Escaped HTML fragment of a diagnosis summary, with the text fallback inside."""
     return (
         _env()
         .get_template("diagnosis.html.j2")
-        .render(s=s, text=render_text(s), css=css(), root_id=next_id("kp-diag"))
+        .render(s=s, text=render_text(s), css=css(), root_id=next_id("kp-diag"), anchor=anchor_of(s))
     )

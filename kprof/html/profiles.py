@@ -281,35 +281,66 @@ def heading(title: str, level: int = 2, *, anchor: str | None = None, note: str 
 
 
 def overview_summary(diagnoses: Iterable[Diagnosis]) -> list[dict[str, str]]:
-    """One row per diagnosis: file, subject, verdict, bottleneck, headline, fix."""
-    return [
-        {
-            "file": os.path.basename(d.file) if d.file else "",
-            "full_file": d.file or "",
-            "subject": _short(d.subject.describe(), 70),
-            "verdict": d.verdict.value,
-            "bottleneck": d.bottleneck.value if d.bottleneck else "undetermined",
-            "headline": d.headline,
-            "fix": d.fix,
-        }
-        for d in diagnoses
-    ]
+    """One row per diagnosis: file, subject, verdict, bottleneck, headline, fix (whole), ``fix_line`` (its
+    first sentence: the rest is in the diagnosis) and ``anchor`` (the id its full view carries)."""
+    from kprof.html._common import diagnosis_anchor, first_sentence
+
+    rows = []
+    for d in diagnoses:
+        bottleneck = d.bottleneck.value if d.bottleneck else "undetermined"
+        rows.append(
+            {
+                "file": os.path.basename(d.file) if d.file else "",
+                "full_file": d.file or "",
+                "subject": _short(d.subject.describe(), 70),
+                "verdict": d.verdict.value,
+                "bottleneck": bottleneck,
+                "headline": d.headline,
+                "fix": d.fix,
+                "fix_line": first_sentence(" ".join(d.fix.split())) if d.fix else "",
+                "anchor": diagnosis_anchor(d.subject.describe(), bottleneck, d.verdict.value, d.headline),
+            }
+        )
+    return rows
+
+
+def overview_groups(rows: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
+    """The rows with the same verdict, bottleneck and first sentence of fix as one group (at the place of
+    its first row), so an identical fix is written once: ``[{"fix_line", "rows"}, ...]``."""
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for i, r in enumerate(rows):
+        key = (r["verdict"], r["bottleneck"], r["fix_line"]) if r["fix_line"] else ("", "", str(i))
+        if key not in groups:
+            groups[key] = {"fix_line": r["fix_line"], "rows": []}
+            out.append(groups[key])
+        groups[key]["rows"].append(r)
+    return out
 
 
 def render_overview_text(rows: Sequence[dict[str, str]]) -> str:
-    """Plain text of an overview: one line per diagnosis."""
+    """Plain text of an overview: two lines per diagnosis (verdict, input; headline), and the first sentence
+    of the fix once per group of diagnoses that share it."""
     if not rows:
         return "(no diagnoses)"
-    text = "\n".join(
-        f"[{r['verdict']}] {r['bottleneck']}: {r['file']}{' — ' + r['subject'] if r['subject'] != r['file'] else ''}"
-        f"\n    {r['headline']}" + (f"\n    fix: {r['fix']}" if r["fix"] else "")
-        for r in rows
-    )
-    return printable(text, keep="\t\n")  # no terminal control from a profile
+    parts = []
+    for g in overview_groups(rows):
+        for r in g["rows"]:
+            subject = " — " + r["subject"] if r["subject"] != r["file"] else ""
+            parts.append(f"[{r['verdict']}] {r['bottleneck']}: {r['file']}{subject}\n    {r['headline']}")
+        if g["fix_line"]:
+            shared = f" (the {len(g['rows'])} above)" if len(g["rows"]) > 1 else ""
+            parts[-1] += f"\n    fix{shared}: {g['fix_line']}"
+    return printable("\n".join(parts), keep="\t\n")  # no terminal control from a profile
 
 
-def overview(diagnoses: Iterable[Diagnosis], *, title: str = "") -> Rendered:
-    """A table of diagnoses (verdict, bottleneck, input, headline, fix), most important first as given."""
+def overview(diagnoses: Iterable[Diagnosis], *, title: str = "", links: bool = False) -> Rendered:
+    """A table of diagnoses, most important first as given: verdict, bottleneck, input and headline, then one
+    line of fix (its first sentence) under each group of diagnoses that share it.
+
+    ``links``: the input and the headline of each row link to the diagnosis's full view (its
+    ``id``, :func:`~kprof.html._common.diagnosis_anchor`), for a page that shows it (the report).
+    """
     from kprof.html._common import _env, next_id
 
     rows = overview_summary(diagnoses)
@@ -319,7 +350,14 @@ def overview(diagnoses: Iterable[Diagnosis], *, title: str = "") -> Rendered:
     html = (
         _env()
         .get_template("overview.html.j2")
-        .render(rows=rows, title=title, text=text, css=profiles_css(), root_id=next_id("kp-ov"))
+        .render(
+            groups=overview_groups(rows),
+            title=title,
+            text=text,
+            css=profiles_css(),
+            root_id=next_id("kp-ov"),
+            links=links,
+        )
     )
     return Rendered(text, html)
 
@@ -330,6 +368,7 @@ __all__ = [
     "kernel_profile_mimebundle",
     "kernel_profile_summary",
     "overview",
+    "overview_groups",
     "overview_summary",
     "render_kernel_profile_html",
     "render_kernel_profile_text",

@@ -69,10 +69,10 @@ def load(path: str | os.PathLike[str]) -> Timeline | KernelProfile:
         if fmt != "kineto" and is_gzipped_name(path):
             with decompressed(path) as inner:
                 try:
-                    return _with_source(_load(inner, fmt), os.fspath(path))
+                    return _with_program(_with_source(_load(inner, fmt), os.fspath(path)))
                 except KprofInputError as exc:
                     raise KprofInputError(path, f"(decompressed) {exc.reason}") from exc
-        return _load(path, fmt)
+        return _with_program(_load(path, fmt))
     except _malformed_data() as exc:
         what = " ".join(str(exc).split()) or "no details"
         raise KprofInputError(path, f"malformed {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {what})") from exc
@@ -93,6 +93,19 @@ def _with_source(prof: Timeline | KernelProfile, source: str) -> Timeline | Kern
     import dataclasses
 
     return dataclasses.replace(prof, source=source)
+
+
+def _with_program(prof: Timeline | KernelProfile) -> Timeline | KernelProfile:
+    """``prof`` with its program as it runs from the current folder (:mod:`kprof.io.program`): what the
+    suggested commands profile again. Outside the loaders and their cache: it depends on where the
+    user is, not on the file's bytes."""
+    import dataclasses
+
+    from kprof.io.program import program_for
+
+    kw = {"working_dir": getattr(prof, "working_dir", ""), "written_at": getattr(prof, "written_at", "")}
+    program = program_for(prof.source, getattr(prof, "command", None) or None, **kw)
+    return dataclasses.replace(prof, program=program) if program else prof
 
 
 def _load(path: str | os.PathLike[str], fmt: str) -> Timeline | KernelProfile:

@@ -91,6 +91,7 @@ from kprof.io.nsys_host import (
 from kprof.io.nsys_host import (
     NVTX_WHERE,
     _capture_extent,
+    _capture_place,
     _command,
     _meta,
     _profiler_overhead,
@@ -154,6 +155,7 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
             counts = np.bincount(api.thread)
             main_tid = threads.tids[int(np.argmax(counts))]
         command = _command(db, main_tid)
+        working_dir, written_at = _capture_place(db)
         cap_lo, cap_hi = _capture_extent(db)
         overhead = _profiler_overhead(db)
     finally:
@@ -175,6 +177,8 @@ def load_nsys_sqlite(path: str | os.PathLike[str]) -> Timeline:
         profiler_overhead=overhead,
         tool_version=_tool_version(version, schema),
         command=command,
+        working_dir=working_dir,
+        written_at=written_at,
         notes=tuple(notes),
         has_host_trace=RUNTIME_TABLE in db.tables,
         counts=aside.counts,
@@ -352,7 +356,9 @@ def _tmp_name(target: Path) -> Iterator[Path]:
 
 
 def _with_source(tl: Timeline, source: str) -> Timeline:
-    return dataclasses.replace(tl, source=source)
+    """The report's own name on the timeline of its cached export; where nsys wrote the report is not in
+    the export (only where the export went, the cache), so ``written_at`` is unknown."""
+    return dataclasses.replace(tl, source=source, written_at="")
 
 
 __all__ = ["cache_dir", "cached_export_path", "export_command", "load_nsys_rep", "load_nsys_sqlite"]

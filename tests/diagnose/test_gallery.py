@@ -1,4 +1,4 @@
-"""The blind validation galleries (data/validation/{cuda,lib,heldout,final,blind4,blind5,blind6}): each kernel diagnosed as its label
+"""The blind validation galleries (data/validation/{cuda,lib,heldout,final,blind4,blind5,blind6,blind7,blind9}): each kernel diagnosed as its label
 says, and no rule firing on another class's kernel (issue 12).
 
 Each entry of a ``labels.json`` names its report, the kernel (``subject``, a regex), the label (bottleneck and
@@ -30,7 +30,7 @@ from kprof.model import Diagnosis
 from tests.conftest import REPO
 
 VALIDATION = REPO / "data" / "validation"
-GROUPS = ("cuda", "lib", "heldout", "final", "blind4", "blind5", "blind6")
+GROUPS = ("cuda", "lib", "heldout", "final", "blind4", "blind5", "blind6", "blind7", "blind9")
 """``heldout`` was labelled blind after the rules had been written against ``cuda`` and ``lib``; it scored 9 of
 14 before the rules were corrected from the mechanisms it exposed (a memory level below its roof named as the
 bottleneck, integer hashing called overhead, shared-atomic bank conflicts called healthy). ``final`` was scored once,
@@ -42,7 +42,12 @@ before those classes were fixed (tests/diagnose/test_kernel_blind4_classes.py). 
 at a1888ac (a one-thread-per-row CSR SpMV called latency-bound by data-dependent loads: the row walk was counted as a
 chase) before that class was fixed (tests/diagnose/test_blind5_classes.py). ``blind6`` scored 7 of its 8 kernels at
 1bbb8b4 (index_add_ onto 64 rows called atomic contention without a hot slice or warps waiting on the atomics)
-before that class was fixed (tests/diagnose/test_blind6_classes.py)."""
+before that class was fixed (tests/diagnose/test_blind6_classes.py). ``blind7`` (issue 23) scored 13 of its 15 kernel
+files, verdict 8 of 15, at 436a5cf: a shared-tiled SGEMM and a shared-tree reduction called healthy at the L1 roof,
+a two-pass RMSNorm healthy at the DRAM roof, partial reports (SourceCounters only, SpeedOfLight only) inconclusive;
+those classes were fixed (tests/diagnose/test_blind7_classes.py). ``blind9`` (two one-launch copies, the rewrite of
+a strided copy under a new name) scored 2 of 2 at 2071c40; its timelines and before/after comparisons are tested in
+test_timeline_validation.py and tests/diagnose/test_blind9_classes.py."""
 
 KNOWN_VERDICT_DISAGREEMENTS: dict[str, str] = {
     "sdpa_flash": (

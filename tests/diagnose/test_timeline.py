@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kprof import commands
 from kprof import thresholds as th
 from kprof.api import diagnose
 from kprof.diagnose.timeline import METRICS, diagnose_timeline, timeline_metrics
@@ -694,7 +696,7 @@ def test_gpu_bound_leaves_nccl_kernels_out_of_the_ncu_commands_and_says_how_much
     assert "NCCL collectives hold 40% of it" in d.headline and "top compute kernel (" in d.headline
     f = next(f for f in d.findings if f.bottleneck is Bottleneck.COMMUNICATION_BOUND)
     assert f.share == pytest.approx(0.4, abs=0.005) and "waiting for the slowest rank" in f.headline
-    assert "kprof diagnose rank0.sqlite rank1.sqlite" in d.next_step
+    assert f"`kprof diagnose {shlex.quote(tl.source)} {commands.OTHER_RANKS}`" in d.next_step  # the real file
     assert not any(e.name.endswith("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") for e in d.evidence)
 
 

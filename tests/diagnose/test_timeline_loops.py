@@ -234,7 +234,9 @@ def test_one_host_gap_among_many_iterations_is_one_time_work() -> None:
     # the plot still shows the gap, as one-time work; the other gaps are the ones the diagnosis counted
     g = gap_causes(tl)
     one = g.cause == "startup"
-    assert int((g.end_ns - g.start_ns)[one].sum()) == pytest.approx(40 * MS, abs=20 * US)  # + the dispatch after it
+    assert int((g.end_ns - g.start_ns)[one].sum()) == pytest.approx(
+        40 * MS, abs=20 * US
+    )  # + the dispatch after it
     assert int((g.end_ns - g.start_ns)[~one].sum()) == m["gpu_idle_ns"]
 
 

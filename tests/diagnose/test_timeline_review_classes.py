@@ -446,7 +446,7 @@ def test_the_optimizer_advice_needs_a_training_step_in_the_capture() -> None:
     assert "optimizer" not in inference.fix and "torch._foreach_" in inference.fix
     # the expectation says where its 130 ns between kernels comes from
     busy = next(x for x in d.expect if x.metric == "gpu_busy_fraction")
-    assert "measured inside CUDA graphs" in busy.label
+    assert "measured inside CUDA graphs" in busy.describe()
 
 
 # ----------------------------------------------------------------------------- host code after a drained queue
@@ -476,7 +476,9 @@ def test_host_code_after_a_sync_drained_the_queue_gets_queue_ahead_advice() -> N
     assert "These gaps begin while the host is blocked in a scalar read back" in d.mechanism
     assert d.fix.startswith("Queue GPU work before the host code")
     # the capture cannot tell whether that code prepares the next input: the moving-off fix follows, conditioned
-    assert d.fix.index("If this code prepares the next step's input instead") > d.fix.index("torch.cuda.Event")
+    assert d.fix.index("If this code prepares the next step's input instead") > d.fix.index(
+        "torch.cuda.Event"
+    )
     assert "non_blocking=True" in d.fix and "torch.cuda.Event" in d.fix
     synth = diagnose_timeline(_host_work_loop(sync_first=True))[0]
     assert synth.bottleneck is Bottleneck.HOST_COMPUTE_BOUND, synth.headline

@@ -268,7 +268,9 @@ def test_pinned_copies_get_no_pinning_advice() -> None:
     assert d.bottleneck is Bottleneck.TRANSFER_BOUND
     # the copies share the kernels' stream: the fix is a stream of their own and an event, not non_blocking
     # (the calls already return at once) and not pinning (already pinned)
-    assert d.fix.startswith("Issue the copy of batch i+1 on its own stream (copy_stream = torch.cuda.Stream()")
+    assert d.fix.startswith(
+        "Issue the copy of batch i+1 on its own stream (copy_stream = torch.cuda.Stream()"
+    )
     assert "wait_stream" in d.fix and "non_blocking=True)" in d.fix and "with non_blocking" not in d.fix
     assert "same stream as the kernels" in d.mechanism and "already return at once" in d.mechanism
     assert "pin the host buffers" not in d.fix and "already pinned" in d.mechanism

@@ -53,7 +53,7 @@ def page() -> str:
         make().to_html()
         + timeline_mimebundle(timeline(12, sync_every=4))["text/html"]
         + kernel_profile_mimebundle(_profile())["text/html"]
-        + overview([make()], title="verdicts").html
+        + overview([make()], title="verdicts", links=True).html  # its links read like its text
     )
     return body
 

@@ -31,7 +31,11 @@ def _gz(src: Path, dst: Path) -> Path:
     ],
 )
 def test_gzipped_file_diagnoses_like_the_plain_one(tmp_path: Path, sample: str, fmt: str) -> None:
-    plain = SAMPLES / sample
+    # both copied out of the gallery: the program a suggested command runs is found from where the file
+    # is (kprof.io.program), so a plain file and its .gz must sit alike to diagnose alike
+    (tmp_path / "plain").mkdir()
+    plain = tmp_path / "plain" / Path(sample).name
+    plain.write_bytes((SAMPLES / sample).read_bytes())
     gz = _gz(plain, tmp_path / (plain.name + ".gz"))
     assert detect_format(gz) == fmt
     a = [d.to_dict() for d in kprof.diagnose(plain)]
@@ -47,10 +51,11 @@ def test_gzipped_file_diagnoses_like_the_plain_one(tmp_path: Path, sample: str, 
     assert load(gz).source == str(gz)
 
 
-def test_gzipped_ncu_report_loads_with_its_own_name(plain_ncu: Callable[[str], Path]) -> None:
+def test_gzipped_ncu_report_loads_with_its_own_name(plain_ncu: Callable[[str], Path], tmp_path: Path) -> None:
     pytest.importorskip("ncu_report")
     plain = plain_ncu("small_grid")  # decompressed from the shipped small_grid.ncu-rep.gz
-    gz = SAMPLES / "ncu" / "small_grid.ncu-rep.gz"
+    gz = tmp_path / "small_grid.ncu-rep.gz"  # out of the gallery too: no manifest for either
+    gz.write_bytes((SAMPLES / "ncu" / "small_grid.ncu-rep.gz").read_bytes())
     prof = load(gz)
     assert prof.source == str(gz)
     a = [d.to_dict() for d in kprof.diagnose(plain)]

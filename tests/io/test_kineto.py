@@ -25,25 +25,70 @@ def current_trace(ts_float: bool = True, flows: bool = True) -> dict:
 
     base = 1712195495519689
     ev = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": ts(base, "000"),
-         "dur": 100},
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#7",
+            "pid": 1,
+            "tid": 1,
+            "ts": ts(base, "000"),
+            "dur": 100,
+        },
         {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": ts(base + 1), "dur": 8},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts(base + 2),
-         "dur": 5, "args": {"correlation": 42, "External id": 3}},
-        {"ph": "X", "cat": "kernel", "name": "void at::native::k<float>(float*)", "pid": 0, "tid": 7,
-         "ts": ts(base + 10, "047"), "dur": "__2.5__",
-         "args": {"device": 0, "stream": 7, "correlation": 42, "grid": [4, 1, 1], "block": [128, 1, 1]}},
-        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": 7,
-         "ts": ts(base + 20), "dur": 1, "args": {"device": 0, "stream": 7, "correlation": 43, "bytes": 4}},
-        {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": ts(base + 21), "dur": 3,
-         "args": {"device": 0, "stream": 7, "correlation": 44, "cuda_sync_kind": "Stream Sync"}},
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": ts(base + 2),
+            "dur": 5,
+            "args": {"correlation": 42, "External id": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "void at::native::k<float>(float*)",
+            "pid": 0,
+            "tid": 7,
+            "ts": ts(base + 10, "047"),
+            "dur": "__2.5__",
+            "args": {"device": 0, "stream": 7, "correlation": 42, "grid": [4, 1, 1], "block": [128, 1, 1]},
+        },
+        {
+            "ph": "X",
+            "cat": "gpu_memcpy",
+            "name": "Memcpy DtoH (Device -> Pinned)",
+            "pid": 0,
+            "tid": 7,
+            "ts": ts(base + 20),
+            "dur": 1,
+            "args": {"device": 0, "stream": 7, "correlation": 43, "bytes": 4},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_sync",
+            "name": "Stream Sync",
+            "pid": 0,
+            "tid": 7,
+            "ts": ts(base + 21),
+            "dur": 3,
+            "args": {"device": 0, "stream": 7, "correlation": 44, "cuda_sync_kind": "Stream Sync"},
+        },
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "python"}},
     ]
     if flows:
-        ev.append({"ph": "s", "id": 42, "pid": 1, "tid": 1, "ts": ts(base + 2), "cat": "ac2g", "name": "ac2g"})
-    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132,
-                                                       "computeMajor": 9, "computeMinor": 0}], "traceEvents": ev,
-            "traceName": "x"}
+        ev.append(
+            {"ph": "s", "id": 42, "pid": 1, "tid": 1, "ts": ts(base + 2), "cat": "ac2g", "name": "ac2g"}
+        )
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [
+            {"id": 0, "name": "NVIDIA H200", "numSms": 132, "computeMajor": 9, "computeMinor": 0}
+        ],
+        "traceEvents": ev,
+        "traceName": "x",
+    }
 
 
 def write(path: Path, obj: object, gz: bool = False, indent: int | None = 2) -> Path:
@@ -75,7 +120,9 @@ def test_current_schema_float_timestamps_exact_ns(tmp_path: Path) -> None:
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("indent", [None, 2])
 def test_int_timestamps_no_flows_gz_and_compact(tmp_path: Path, gz: bool, indent: int | None) -> None:
-    p = write(tmp_path / ("t.json.gz" if gz else "t.json"), current_trace(ts_float=False, flows=False), gz, indent)
+    p = write(
+        tmp_path / ("t.json.gz" if gz else "t.json"), current_trace(ts_float=False, flows=False), gz, indent
+    )
     tl = load(p)
     assert tl.kernels.start_ns.tolist() == [(1712195495519689 + 10) * 1000]
     assert tl.kernels.end_ns.tolist() == [(1712195495519689 + 10) * 1000 + 2500]
@@ -83,13 +130,45 @@ def test_int_timestamps_no_flows_gz_and_compact(tmp_path: Path, gz: bool, indent
 
 def test_2021_schema(tmp_path: Path) -> None:
     ev = [
-        {"ph": "X", "cat": "Operator", "name": "ProfilerStep#5", "pid": 9, "tid": "1890023232", "ts": 100, "dur": 50},
-        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": "1890023232", "ts": 110,
-         "dur": 4, "args": {"correlation": 7, "external id": 2}},
-        {"ph": "X", "cat": "Kernel", "name": "void k(int)", "pid": 0, "tid": "stream 7", "ts": 120, "dur": 3,
-         "args": {"device": 0, "stream": 7, "correlation": 7, "external id": 2}},
-        {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": "stream 7",
-         "ts": 130, "dur": 9, "args": {"device": 0, "stream": 7, "correlation": 8, "bytes": 1024}},
+        {
+            "ph": "X",
+            "cat": "Operator",
+            "name": "ProfilerStep#5",
+            "pid": 9,
+            "tid": "1890023232",
+            "ts": 100,
+            "dur": 50,
+        },
+        {
+            "ph": "X",
+            "cat": "Runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 9,
+            "tid": "1890023232",
+            "ts": 110,
+            "dur": 4,
+            "args": {"correlation": 7, "external id": 2},
+        },
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "void k(int)",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 120,
+            "dur": 3,
+            "args": {"device": 0, "stream": 7, "correlation": 7, "external id": 2},
+        },
+        {
+            "ph": "X",
+            "cat": "Memcpy",
+            "name": "Memcpy HtoD (Pageable -> Device)",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 130,
+            "dur": 9,
+            "args": {"device": 0, "stream": 7, "correlation": 8, "bytes": 1024},
+        },
     ]
     tl = load_kineto(write(tmp_path / "old.json", {"schemaVersion": 1, "traceEvents": ev}))
     assert tl.kernel_count == 1 and tl.kernels.stream.tolist() == [7]
@@ -98,13 +177,25 @@ def test_2021_schema(tmp_path: Path) -> None:
     assert tl.kernels.grid is None  # not recorded in this schema
 
 
-def test_streaming_matches_json_load_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streaming_matches_json_load_across_chunk_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = np.random.default_rng(1)
     ev = []
     for i in range(400):
         ts = f"{1700000000000000 + i * 10}.{int(rng.integers(0, 1000)):03d}"
-        ev.append({"ph": "X", "cat": "kernel", "name": f"void k{i % 7}<int>(int)", "pid": 0, "tid": 7,
-                   "ts": float(ts), "dur": int(rng.integers(1, 9)), "args": {"correlation": i, "stream": 7}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"void k{i % 7}<int>(int)",
+                "pid": 0,
+                "tid": 7,
+                "ts": float(ts),
+                "dur": int(rng.integers(1, 9)),
+                "args": {"correlation": i, "stream": 7},
+            }
+        )
     p = write(tmp_path / "big.json", {"schemaVersion": 1, "traceEvents": ev})
     monkeypatch.setattr(kineto, "READ_CHUNK", 97)  # force values to straddle chunk boundaries
     tl = load_kineto(p)
@@ -157,7 +248,7 @@ NASTY_NAMES = [
     "void k<(anonymous namespace)::X, 4>(float const*)",
     'say "hi" } and ] and {',
     "a]b[c{d}e,f:g",
-    "back\\slash \\\" still a string",
+    'back\\slash \\" still a string',
     "tab\tnew\nline",
     "üñíçødé €  😀 名前",
     '{"ph": "X", "cat": "kernel"}',
@@ -165,7 +256,10 @@ NASTY_NAMES = [
 ]
 names = st.one_of(st.sampled_from(NASTY_NAMES), st.text(max_size=20))
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**40), 2**40), names,
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    names,
     st.floats(allow_nan=False, allow_infinity=False, width=64),
 )
 json_values = st.recursive(
@@ -177,8 +271,19 @@ timestamps = st.one_of(st.integers(0, 2**52), st.floats(0, 2e15, allow_nan=False
 events = st.fixed_dictionaries(
     {
         "ph": st.sampled_from(["X", "X", "X", "M", "i", "s", "f"]),
-        "cat": st.sampled_from(["kernel", "Kernel", "cuda_runtime", "cpu_op", "gpu_memcpy", "user_annotation",
-                                "cuda_sync", "ac2g", "something else"]),
+        "cat": st.sampled_from(
+            [
+                "kernel",
+                "Kernel",
+                "cuda_runtime",
+                "cpu_op",
+                "gpu_memcpy",
+                "user_annotation",
+                "cuda_sync",
+                "ac2g",
+                "something else",
+            ]
+        ),
         "name": names,
         "pid": st.one_of(st.integers(0, 9), st.sampled_from(["0", "python3 123"])),
         "tid": st.one_of(st.integers(0, 9), st.sampled_from(["stream 7", "1890023232"])),
@@ -187,8 +292,11 @@ events = st.fixed_dictionaries(
     },
     optional={
         "args": st.dictionaries(
-            st.sampled_from(["correlation", "device", "stream", "grid", "block", "bytes", "External id", "nested"]),
-            json_values, max_size=6,
+            st.sampled_from(
+                ["correlation", "device", "stream", "grid", "block", "bytes", "External id", "nested"]
+            ),
+            json_values,
+            max_size=6,
         ),
         "id": st.integers(0, 100),
     },
@@ -199,12 +307,20 @@ events = st.fixed_dictionaries(
 def traces(draw: st.DrawFn) -> tuple[str, dict]:
     """A Chrome trace as text (random key order, indent, escaping) and what json.loads reads from it."""
     evs = draw(st.lists(events, max_size=25))
-    others = draw(st.dictionaries(st.sampled_from(["schemaVersion", "traceName", "deviceProperties",
-                                                   "distributedInfo", "displayTimeUnit"]), json_values, max_size=4))
+    others = draw(
+        st.dictionaries(
+            st.sampled_from(
+                ["schemaVersion", "traceName", "deviceProperties", "distributedInfo", "displayTimeUnit"]
+            ),
+            json_values,
+            max_size=4,
+        )
+    )
     items = [*others.items(), ("traceEvents", evs)]
     items = draw(st.permutations(items))  # traceEvents is not always first (or last)
-    text = json.dumps(dict(items), indent=draw(st.sampled_from([None, 0, 1, 2])),
-                      ensure_ascii=draw(st.booleans()))
+    text = json.dumps(
+        dict(items), indent=draw(st.sampled_from([None, 0, 1, 2])), ensure_ascii=draw(st.booleans())
+    )
     return text, json.loads(text, parse_float=str)
 
 
@@ -218,8 +334,9 @@ def _expected_kernels(ref: dict) -> list[tuple[str, int]]:
 
 @given(traces(), st.integers(1, 64), st.booleans())
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_streaming_parser_agrees_with_json_load(tmp_path: Path, trace: tuple[str, dict], chunk: int,
-                                                gz: bool) -> None:
+def test_streaming_parser_agrees_with_json_load(
+    tmp_path: Path, trace: tuple[str, dict], chunk: int, gz: bool
+) -> None:
     text, ref = trace
     p = tmp_path / ("t.json.gz" if gz else "t.json")
     if gz:
@@ -236,14 +353,20 @@ def test_streaming_parser_agrees_with_json_load(tmp_path: Path, trace: tuple[str
     finally:
         kineto.READ_CHUNK = old
     assert got == ref["traceEvents"]
-    assert {k: v for k, v in top.items() if k != "traceEvents"} == {k: v for k, v in ref.items() if k != "traceEvents"}
-    kernels = [(tl.kernels.names[i], int(s)) for i, s in zip(tl.kernels.name_id, tl.kernels.start_ns, strict=True)]
+    assert {k: v for k, v in top.items() if k != "traceEvents"} == {
+        k: v for k, v in ref.items() if k != "traceEvents"
+    }
+    kernels = [
+        (tl.kernels.names[i], int(s)) for i, s in zip(tl.kernels.name_id, tl.kernels.start_ns, strict=True)
+    ]
     assert kernels == _expected_kernels(ref)
 
 
 @given(traces(), st.data())
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_truncated_file_is_a_one_line_error(tmp_path: Path, trace: tuple[str, dict], data: st.DataObject) -> None:
+def test_truncated_file_is_a_one_line_error(
+    tmp_path: Path, trace: tuple[str, dict], data: st.DataObject
+) -> None:
     text = trace[0].rstrip()
     cut = data.draw(st.integers(0, len(text) - 1))  # anything short of the closing brace
     p = tmp_path / "cut.json"
@@ -255,8 +378,17 @@ def test_truncated_file_is_a_one_line_error(tmp_path: Path, trace: tuple[str, di
 
 @pytest.mark.parametrize(
     "content",
-    ['{"schemaVersion": 1}', '{"traceEvents": 5}', '{"traceEvents": [1, 2]}', '"a string"', "42", "null",
-     '{"traceEvents": []} {"traceEvents": []}', '{"traceEvents": [{"name": "no ph"}]}', "\x00\x01 binary"],
+    [
+        '{"schemaVersion": 1}',
+        '{"traceEvents": 5}',
+        '{"traceEvents": [1, 2]}',
+        '"a string"',
+        "42",
+        "null",
+        '{"traceEvents": []} {"traceEvents": []}',
+        '{"traceEvents": [{"name": "no ph"}]}',
+        "\x00\x01 binary",
+    ],
 )
 def test_json_that_is_not_a_trace(tmp_path: Path, content: str) -> None:
     p = tmp_path / "x.json"
@@ -287,10 +419,26 @@ def test_invalid_value_fails_at_once_not_at_the_end(tmp_path: Path, monkeypatch:
 
 def test_byte_order_mark_unhashable_pid_and_odd_fields(tmp_path: Path) -> None:
     ev = [
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": [0], "tid": {"a": 1}, "ts": 10, "dur": 2,
-         "args": ["not", "an", "object"]},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 8, "dur": 1,
-         "args": {"correlation": 2**70, "External id": "3.0"}},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "pid": [0],
+            "tid": {"a": 1},
+            "ts": 10,
+            "dur": 2,
+            "args": ["not", "an", "object"],
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 8,
+            "dur": 1,
+            "args": {"correlation": 2**70, "External id": "3.0"},
+        },
         {"ph": "X", "cat": "cpu_op", "name": "inf", "pid": 1, "tid": 1, "ts": 1e300, "dur": 1},
         {"ph": "X", "cat": "cpu_op", "name": "huge", "pid": 1, "tid": 1, "ts": 10**30, "dur": 1},
     ]
@@ -311,12 +459,20 @@ def test_corpus_2021_resnet(corpus_dir: Path) -> None:
 
 
 def test_corpus_ns_resolution_float_ts(corpus_dir: Path) -> None:
-    tl = load(corpus_dir / "HolisticTraceAnalysis" / "ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    tl = load(
+        corpus_dir
+        / "HolisticTraceAnalysis"
+        / "ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    )
     assert tl.kernel_count == 4350 and len(tl.copies) == 1600
     assert (tl.kernels.start_ns % 1000 != 0).any()  # sub-microsecond digits kept
 
 
 def test_corpus_range_profiler_trace_has_no_kernels(corpus_dir: Path) -> None:
-    tl = load(corpus_dir / "HolisticTraceAnalysis" / "cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz")
+    tl = load(
+        corpus_dir
+        / "HolisticTraceAnalysis"
+        / "cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz"
+    )
     assert tl.gpu_op_count == 0 and tl.counts.get("cuda_profiler_range") == 77
     assert any("range-profiler" in n for n in tl.notes)

@@ -36,30 +36,52 @@ def make_export(path: Path, *, meta_table: str = "META_DATA_EXPORT", with_graph:
             globalTid INTEGER, textId INTEGER);
         CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, cuDevice INTEGER);
     """)
-    con.executemany(f"INSERT INTO {meta_table} VALUES (?, ?)",
-                    [("EXPORT_PRODUCT_VERSION", "2025.3.2.0"), ("EXPORT_SCHEMA_VERSION", "3.20.3")])
-    con.executemany("INSERT INTO StringIds VALUES (?, ?)", [
-        (10, "void foo<float>(float*)"), (11, "foo"), (12, "bar(int)"), (13, "bar"),
-        (20, "cudaLaunchKernel_v7000"), (21, "cudaMemcpy_v3020"), (22, "cudaStreamSynchronize_v3020"), (30, "iter"),
-    ])
+    con.executemany(
+        f"INSERT INTO {meta_table} VALUES (?, ?)",
+        [("EXPORT_PRODUCT_VERSION", "2025.3.2.0"), ("EXPORT_SCHEMA_VERSION", "3.20.3")],
+    )
+    con.executemany(
+        "INSERT INTO StringIds VALUES (?, ?)",
+        [
+            (10, "void foo<float>(float*)"),
+            (11, "foo"),
+            (12, "bar(int)"),
+            (13, "bar"),
+            (20, "cudaLaunchKernel_v7000"),
+            (21, "cudaMemcpy_v3020"),
+            (22, "cudaStreamSynchronize_v3020"),
+            (30, "iter"),
+        ],
+    )
     g = 281511181944942
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [
-        (1_000, 3_000, 0, 7, 1, 10, 11, 132, 1, 1, 256, 1, 1, 1),
-        (5_000, 6_000, 0, 7, 2, 12, 13, 4, 2, 1, 32, 1, 1, 2),
-        (8_000, 9_500, 0, 7, 3, 10, 11, 132, 1, 1, 256, 1, 1, 1),
-    ])
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (1_000, 3_000, 0, 7, 1, 10, 11, 132, 1, 1, 256, 1, 1, 1),
+            (5_000, 6_000, 0, 7, 2, 12, 13, 4, 2, 1, 32, 1, 1, 2),
+            (8_000, 9_500, 0, 7, 3, 10, 11, 132, 1, 1, 256, 1, 1, 1),
+        ],
+    )
     con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (10000, 20000, 0, 7, 4, 1048576, 1, 0, 2)")
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,1,?,?,?,0)", [
-        (500, 900, g, 1, 20), (4_000, 4_900, g, 2, 20), (7_000, 7_900, g, 3, 20), (9_800, 20_500, g, 4, 21),
-        (20_600, 21_000, g, 5, 22),
-    ])
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,1,?,?,?,0)",
+        [
+            (500, 900, g, 1, 20),
+            (4_000, 4_900, g, 2, 20),
+            (7_000, 7_900, g, 3, 20),
+            (9_800, 20_500, g, 4, 21),
+            (20_600, 21_000, g, 5, 22),
+        ],
+    )
     con.execute("INSERT INTO NVTX_EVENTS VALUES (400, 21000, 59, 'step 0', ?, NULL)", (g,))
     con.execute("INSERT INTO NVTX_EVENTS VALUES (450, 9000, 59, NULL, ?, 30)", (g,))
     con.execute("INSERT INTO NVTX_EVENTS VALUES (450, NULL, 34, 'a mark', ?, NULL)", (g,))
     con.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H200', 132, 0)")
     if with_graph:
-        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL, "
-                    "deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, graphId INTEGER)")
+        con.execute(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+            "deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, graphId INTEGER)"
+        )
         con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (30000, 40000, 0, 7, 9, 1)")
     con.commit()
     con.close()
@@ -71,7 +93,11 @@ def test_loads_columns_names_and_codes(tmp_path: Path) -> None:
     k = tl.kernels
     assert k.start_ns.tolist() == [1_000, 5_000, 8_000]
     assert k.end_ns.tolist() == [3_000, 6_000, 9_500]
-    assert [k.names[i] for i in k.name_id] == ["void foo<float>(float*)", "bar(int)", "void foo<float>(float*)"]
+    assert [k.names[i] for i in k.name_id] == [
+        "void foo<float>(float*)",
+        "bar(int)",
+        "void foo<float>(float*)",
+    ]
     assert [k.short_names[i] for i in k.name_id] == ["foo", "bar", "foo"]
     assert k.grid is not None and k.grid[1].tolist() == [4, 2, 1]
     assert k.launch_type is not None and k.launch_type.tolist() == [1, 2, 1]
@@ -119,8 +145,12 @@ def test_file_is_not_modified_and_opens_read_only(tmp_path: Path) -> None:
     ("make", "reason"),
     [
         (lambda p: p.write_bytes(b"hello, not a database at all" * 10), "not an SQLite database"),
-        (lambda p: sqlite3.connect(p).executescript("CREATE TABLE users (id INTEGER); INSERT INTO users VALUES (1);"),
-         "not an Nsight Systems export"),
+        (
+            lambda p: sqlite3.connect(p).executescript(
+                "CREATE TABLE users (id INTEGER); INSERT INTO users VALUES (1);"
+            ),
+            "not an Nsight Systems export",
+        ),
     ],
 )
 def test_bad_inputs_raise_one_line(tmp_path: Path, make, reason: str) -> None:
@@ -155,8 +185,10 @@ def test_missing_stringids_is_named(tmp_path: Path) -> None:
 def test_missing_column_is_named(tmp_path: Path) -> None:
     p = tmp_path / "x.sqlite"
     con = sqlite3.connect(p)
-    con.executescript("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT); CREATE TABLE StringIds (id INTEGER, "
-                      "value TEXT); CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, deviceId INTEGER);")
+    con.executescript(
+        "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT); CREATE TABLE StringIds (id INTEGER, "
+        "value TEXT); CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, deviceId INTEGER);"
+    )
     con.close()
     with pytest.raises(KprofInputError, match="lacks column"):
         load_nsys_sqlite(p)
@@ -165,8 +197,10 @@ def test_missing_column_is_named(tmp_path: Path) -> None:
 def test_export_without_cuda_tables_is_empty_not_an_error(tmp_path: Path) -> None:
     p = tmp_path / "nocuda.sqlite"
     con = sqlite3.connect(p)
-    con.executescript("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT); CREATE TABLE StringIds (id INTEGER, "
-                      "value TEXT);")
+    con.executescript(
+        "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT); CREATE TABLE StringIds (id INTEGER, "
+        "value TEXT);"
+    )
     con.close()
     tl = load_nsys_sqlite(p)
     assert tl.gpu_op_count == 0 and not tl.has_host_trace and tl.notes
@@ -247,9 +281,21 @@ def test_copy_to_readonly_location_still_loads(tmp_path: Path, corpus_dir: Path)
 @pytest.mark.parametrize(
     ("sql", "column", "row"),
     [
-        ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 2", "start", "(rowid 2: 'soon')"),
-        ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 0.5 WHERE rowid = 3", "deviceId", "(rowid 3: '0.5')"),
-        ('UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = x\'00ff\' WHERE rowid = 1', "end", "(rowid 1: a 2-byte blob)"),
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 2",
+            "start",
+            "(rowid 2: 'soon')",
+        ),
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 0.5 WHERE rowid = 3",
+            "deviceId",
+            "(rowid 3: '0.5')",
+        ),
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET \"end\" = x'00ff' WHERE rowid = 1",
+            "end",
+            "(rowid 1: a 2-byte blob)",
+        ),
     ],
 )
 def test_a_non_integer_in_an_integer_column_is_refused_naming_the_column(
@@ -264,7 +310,9 @@ def test_a_non_integer_in_an_integer_column_is_refused_naming_the_column(
         load_nsys_sqlite(p)
     msg = str(ei.value)
     table = sql.split()[1]
-    assert msg.startswith(f"{p}: table {table}: column {column} holds a value that is not an integer {row}"), msg
+    assert msg.startswith(
+        f"{p}: table {table}: column {column} holds a value that is not an integer {row}"
+    ), msg
     assert "\n" not in msg
 
 
@@ -272,7 +320,9 @@ def test_a_non_integer_in_an_integer_column_is_refused_naming_the_column(
     ("start", "end"),
     [(2**63 - 1, 2**63 - 1), (-(2**63), -5), (-1, 2_000), (6_000, 5_000), (5_000, 2**62)],
 )
-def test_a_kernel_with_an_impossible_time_is_set_aside_with_a_note(tmp_path: Path, start: int, end: int) -> None:
+def test_a_kernel_with_an_impossible_time_is_set_aside_with_a_note(
+    tmp_path: Path, start: int, end: int
+) -> None:
     clean = load_nsys_sqlite(make_export(tmp_path / "clean.sqlite"))
     p = make_export(tmp_path / "x.sqlite")
     con = sqlite3.connect(p)
@@ -297,7 +347,9 @@ def test_the_first_dropped_nvtx_range_is_named_by_its_own_rowid(tmp_path: Path) 
     """NVTX_EVENTS is read through a filter (marks are not ranges): the note's rowid is the table's own."""
     p = make_export(tmp_path / "x.sqlite")
     con = sqlite3.connect(p)
-    con.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, 'step 1', 281511181944942, NULL)", (2**62, 2**62 + 5))
+    con.execute(
+        "INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, 'step 1', 281511181944942, NULL)", (2**62, 2**62 + 5)
+    )
     con.commit()
     con.close()
     tl = load_nsys_sqlite(p)
@@ -377,7 +429,9 @@ def _wal_export(tmp_path: Path, then: str = "") -> Path:
     con = sqlite3.connect(p)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA wal_autocheckpoint=0")
-    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (12000, 13000, 0, 7, 6, 12, 13, 1, 1, 1, 32, 1, 1, 1)")
+    con.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (12000, 13000, 0, 7, 6, 12, 13, 1, 1, 1, 32, 1, 1, 1)"
+    )
     if then:
         con.execute(then)
     con.commit()
@@ -423,13 +477,19 @@ def test_a_wal_copy_is_removed_when_loading_fails(tmp_path: Path, monkeypatch: p
     p = _wal_export(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 4")
     made: list[Path] = []
     real_mkdtemp = tempfile.mkdtemp
-    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(Path(real_mkdtemp(*a, **k))) or str(made[-1]))
-    with pytest.raises(KprofInputError, match=r"^.*x\.sqlite: table CUPTI_ACTIVITY_KIND_KERNEL: column start"):
+    monkeypatch.setattr(
+        tempfile, "mkdtemp", lambda *a, **k: made.append(Path(real_mkdtemp(*a, **k))) or str(made[-1])
+    )
+    with pytest.raises(
+        KprofInputError, match=r"^.*x\.sqlite: table CUPTI_ACTIVITY_KIND_KERNEL: column start"
+    ):
         load_nsys_sqlite(p)
     assert len(made) == 1 and not made[0].exists()
 
 
-def test_an_empty_wal_beside_a_wal_export_needs_no_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_empty_wal_beside_a_wal_export_needs_no_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tempfile
 
     p = make_export(tmp_path / "x.sqlite")

@@ -69,7 +69,9 @@ def test_sync_gaps_and_copies_and_sync_rows():
 def _device_wide_syncs(tl):
     import dataclasses
 
-    return dataclasses.replace(tl, syncs=dataclasses.replace(tl.syncs, stream=np.full(len(tl.syncs), -1, np.int32)))
+    return dataclasses.replace(
+        tl, syncs=dataclasses.replace(tl.syncs, stream=np.full(len(tl.syncs), -1, np.int32))
+    )
 
 
 @pytest.mark.parametrize("host", [True, False])

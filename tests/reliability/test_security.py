@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import html
 import json
+import os
 import re
 import shlex
 from pathlib import Path
@@ -143,14 +144,16 @@ def test_error_lines_hold_no_terminal_control_characters(
 
 def test_suggested_ncu_command_quotes_the_kernel_name(hostile_export: Path) -> None:
     d = kprof.diagnose(hostile_export)[0]
-    m = re.search(r"ncu .*?<your command>", d.next_step or "")
+    m = re.search(r"`(ncu\s(?:[^`']|'[^']*')*)`", d.next_step or "")  # in backticks, quotes kept whole
     assert m, d.next_step
-    argv = shlex.split(m.group(0).replace("<your command>", ""))
+    argv = shlex.split(m.group(1))
     k = argv[argv.index("-k") + 1]
     assert k.startswith("regex:") and "touch PWNED" in k, k  # one word: the name did not break out
     assert "touch" not in argv and "PWNED)'" not in argv, argv
     o = argv[argv.index("-o") + 1]
-    assert re.fullmatch(r"[\w.\-]+", o), (
+    assert os.path.dirname(o) == os.path.dirname(str(hostile_export)), o  # beside the diagnosed capture
+    assert argv[argv.index("-o") + 2 :] == [PROCESS], argv  # the recorded program: one word, quoted
+    assert re.fullmatch(r"[\w.\-]+", os.path.basename(o)), (
         f"output name {o!r} holds characters a shell or file system would misread"
     )
 
@@ -191,8 +194,14 @@ _SHELL_CALLS = {
 }
 _PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
 ALLOWED = {
-    ("kprof/io/ncu_reader.py", "pickle.load"): "reads the result its own reader process wrote, never a user file",
-    ("kprof/io/ncu_cache.py", "pickle.load"): "reads an entry of the read-report cache only when this user owns it and its folder and nobody else can write either",
+    (
+        "kprof/io/ncu_reader.py",
+        "pickle.load",
+    ): "reads the result its own reader process wrote, never a user file",
+    (
+        "kprof/io/ncu_cache.py",
+        "pickle.load",
+    ): "reads an entry of the read-report cache only when this user owns it and its folder and nobody else can write either",
 }
 
 

@@ -8,7 +8,8 @@ in :mod:`kprof.comparison_model`.
 
 Matching
     *Kernel reports* (ncu): launches by (name, grid, block); a kernel whose name matches but
-    whose launch configuration changed is compared with a note. Durations taken under ncu are
+    whose launch configuration changed is compared with a note, and so are two reports of one
+    kernel each under different names (a kernel rewritten and renamed). Durations taken under ncu are
     serialized and replayed: the speedup says so (pass timelines of both runs to take kernel
     durations from them instead). *Timelines* (nsys, PyTorch profiler): by iteration, i.e.
     profiler steps or the repeated NVTX range that the timeline diagnosis uses, each step
@@ -18,18 +19,23 @@ Matching
     An nsys capture may be compared with a PyTorch profiler trace of the same program.
 
 Never a made-up speedup
-    Different GPUs, no kernel in common, or a kernel report against a timeline raise
+    Different GPUs, no kernel in common (unless each report holds one kernel), or a kernel report
+    against a timeline raise
     :class:`~kprof.errors.KprofInputError` with one line naming both files and what differs.
     Timelines whose steady states cannot be matched (steps on one side only, differently named
     NVTX ranges) give a comparison with ``verdict="inconclusive"`` and no speedup.
 
 Noise
     The verdict is ``improved`` or ``regressed`` only beyond a noise threshold, and the
-    comparison says which threshold and why (``noise``): for ncu durations the measured
+    comparison says which threshold and why (``noise``) and gives the speedup's interval
+    (``speedup_interval``, which excludes 1 exactly then): for ncu durations the measured
     launch-to-launch and process-to-process spread on the H200 (``NCU_DURATION_NOISE``); for
-    timelines 3 combined standard errors of the two median step times, never below the
-    measured run-to-run floor (``TIMELINE_MIN_NOISE``, or ``TIMELINE_HOST_BOUND_NOISE`` when a
-    side is host-limited). Every threshold is in :mod:`kprof.thresholds` with its source.
+    timelines 3 standard errors of the speedup (``TIMELINE_NOISE_Z``), from each capture's own
+    bootstrap standard error of its median step and, per side, the process-to-process term of its
+    host-paced share (``HOST_PACED_PROCESS_SD``), never below ``TIMELINE_MIN_NOISE``. A
+    host-limited pair whose change lies within the widest spread measured between processes
+    (``HOST_PACED_WORST_SPREAD``) gets a caveat and a ``next_step``: how many captures per side
+    would settle it. Every threshold is in :mod:`kprof.thresholds` with its source.
 
 Expectations
     Each :class:`~kprof.model.Expectation` of the before diagnosis is looked up in both
@@ -99,8 +105,8 @@ def compare_profiles(
     Raises
     ------
     KprofInputError
-        The pair does not match (different GPUs, no kernel in common, a kernel report against a
-        timeline): one line naming both files and what differs.
+        The pair does not match (different GPUs, no kernel in common in reports of several kernels, a
+        kernel report against a timeline): one line naming both files and what differs.
 
     Examples
     --------

@@ -25,6 +25,7 @@ from kprof.diagnose.compare.verdicts import (
     _unless_damaged,
     _verdict,
     check_expectation,
+    speedup_interval,
 )
 from kprof.errors import KprofInputError
 from kprof.kernel_model import KernelLaunch, KernelProfile
@@ -52,6 +53,19 @@ def _diagnosis_of(diags: dict[int, Diagnosis], k: KernelLaunch, path: str) -> Di
     if k.id not in diags:
         raise KprofInputError(path, f"kernel launch {k.id} ({k.name}) produced no diagnosis")
     return diags[k.id]
+
+
+def _renamed_note(kb: KernelLaunch, ka: KernelLaunch) -> str:
+    """The note of two differently named kernels compared as each report's only kernel."""
+    config = (
+        "same launch configuration"
+        if (kb.grid, kb.block) == (ka.grid, ka.block)
+        else f"grid {_dims(kb.grid)} -> {_dims(ka.grid)}, block {_dims(kb.block)} -> {_dims(ka.block)}"
+    )
+    return (
+        f"the kernel names differ ({kb.name} before, {ka.name} after): each report holds one kernel, so the two are "
+        f"compared as the same work rewritten ({config}); check that they compute the same result"
+    )
 
 
 def _compare_kernels(
@@ -95,6 +109,13 @@ def _compare_kernels(
                 f"block {_dims(key[2])} -> {_dims(k2[2])}); the speedup compares the kernel's whole duration"
             )
             matches.append((gb[key], ga[k2], note))
+    if not matches and len(gb) == 1 and len(ga) == 1:
+        # one kernel on each side under different names: a kernel rewritten and renamed (copy_v1 -> copy_v2).
+        # The reports' only kernels are the pair to compare; the note says the names differ.
+        (kb0,), (ka0,) = gb, ga
+        matches.append((gb[kb0], ga[ka0], _renamed_note(gb[kb0][0], ga[ka0][0])))
+        used.add(ka0)
+        unmatched_b.clear()
     if not matches:
         nb = sorted({k.name for k in pb})
         na = sorted({k.name for k in pa})
@@ -114,9 +135,16 @@ def _compare_kernels(
     out: list[Comparison] = []
     diags_b, diags_a = _kernel_diagnoses(pb, fb, tl_b, diagnose), _kernel_diagnoses(pa, fa, tl_a, diagnose)
     for lb, la, note in matches:
-        out.append(
-            _compare_kernel_group(lb, la, diags_b, diags_a, fb, fa, tl_b, tl_a, [note] if note else [])
-        )
+        c = _compare_kernel_group(lb, la, diags_b, diags_a, fb, fa, tl_b, tl_a, [note] if note else [])
+        if lb[0].name != la[0].name and (lb[0].demangled_name or lb[0].name) != (
+            la[0].demangled_name or la[0].name
+        ):
+            import dataclasses
+
+            c = dataclasses.replace(
+                c, subject=dataclasses.replace(c.subject, name=f"{lb[0].name} -> {la[0].name}")
+            )
+        out.append(c)
     out.sort(key=lambda c: -(c.duration_before_ns or 0.0))
     if common_notes and out:
         import dataclasses
@@ -199,6 +227,7 @@ def _compare_kernel_group(
         after=d_after,
         expectations=checks,
         noise_threshold=thr,
+        speedup_interval=speedup_interval(speedup, thr),
         noise=noise,
         duration_source=source,
         duration_before_ns=dur_b,

@@ -3,13 +3,14 @@ wall time when neither does, else no speedup; the timeline diagnosis's expectati
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from kprof import thresholds as th
-from kprof.comparison_model import Comparison, ExpectationCheck
+from kprof.comparison_model import Comparison, ComparisonVerdict, ExpectationCheck
 from kprof.diagnose.compare.matching import (
     Diagnoser,
     _check_devices,
@@ -17,13 +18,15 @@ from kprof.diagnose.compare.matching import (
 )
 from kprof.diagnose.compare.steps import StepTimes, step_times
 from kprof.diagnose.compare.verdicts import (
-    _dispersion_noise,
+    StepNoise,
     _pct,
     _unless_damaged,
     _verdict,
     check_expectation,
+    speedup_interval,
+    step_noise,
 )
-from kprof.model import Diagnosis, Subject, SubjectKind
+from kprof.model import Diagnosis, Subject, SubjectKind, _fmt
 from kprof.timeline_model import Timeline
 
 _EXTENSIVE = frozenset(
@@ -85,6 +88,7 @@ def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str, diagnose: D
     sb, sa = step_times(tb), step_times(ta)
     notes = _capture_notes(tb, ta)
     t = _timeline_timing(mb, ma, sb, sa, fb, fa, d_before.subject, notes)
+    _repeat_advice(t, mb, ma, notes)
     checks = _timeline_checks(d_before, mb, ma, sb, sa, t)
     if any(e.metric == "step_ns" for e in d_before.expect) and (sb.usable and sa.usable):
         notes.append("step_ns is the GPU-projected median step time here, on both sides")
@@ -98,7 +102,9 @@ def _compare_timelines(tb: Timeline, ta: Timeline, fb: str, fa: str, diagnose: D
             after=d_after,
             expectations=tuple(checks),
             noise_threshold=t.thr if speedup is not None else None,
+            speedup_interval=speedup_interval(speedup, t.thr),
             noise=t.noise,
+            next_step=t.next_step if speedup is not None else "",
             duration_source=t.source,
             duration_before_ns=t.dur_b,
             duration_after_ns=t.dur_a,
@@ -124,24 +130,62 @@ def _capture_notes(tb: Timeline, ta: Timeline) -> list[str]:
     return notes
 
 
-def _noise_floor(mb: Mapping[str, float], ma: Mapping[str, float]) -> tuple[float, str]:
-    """The run-to-run floor of a timeline comparison and why: wider when either steady state is host-limited."""
-    host_limited = [
-        name
-        for name, m in (("before", mb), ("after", ma))
-        if m and m["gpu_busy_fraction"] < th.GPU_BOUND_BUSY_FRACTION
-    ]
-    if host_limited:
-        floor = th.TIMELINE_HOST_BOUND_NOISE
-        floor_why = (
-            f"the {' and '.join(host_limited)} steady state is host-limited (GPU busy < "
-            f"{th.GPU_BOUND_BUSY_FRACTION:.0%}), and identical host-bound runs differed by up to 1.65x between "
-            "processes on the H200"
+def _host_paced(m: Mapping[str, float]) -> float:
+    """The share of the steady state in which the GPU idled waiting on the host (0 without GPU work)."""
+    if not m or m.get("wall_ns", 0) <= 0:
+        return 0.0
+    return float(m.get("host_paced_idle_ns", m.get("gpu_idle_ns", 0.0))) / float(m["wall_ns"])
+
+
+def _host_limited(m: Mapping[str, float]) -> bool:
+    return bool(m) and m["gpu_busy_fraction"] < th.GPU_BOUND_BUSY_FRACTION
+
+
+def _repeat_advice(
+    t: _TimelineTiming, mb: Mapping[str, float], ma: Mapping[str, float], notes: list[str]
+) -> None:
+    """The caveat and the next step of a host-limited pair whose change is small: within the widest spread
+    measured between processes of one host-limited program (HOST_PACED_WORST_SPREAD, scaled to the pair's
+    host-paced share), one pair of captures cannot rule out that one side ran in a slow process."""
+    if t.speedup is None or t.step_noise is None or not (_host_limited(mb) or _host_limited(ma)):
+        return
+    share = max(_host_paced(mb), _host_paced(ma))
+    worst = 1.0 + share * th.HOST_PACED_WORST_SPREAD
+    change = abs(math.log(t.speedup))
+    if change >= math.log(worst):
+        return
+    names = " and ".join(n for n, m in (("before", mb), ("after", ma)) if _host_limited(m))
+    if _verdict(t.speedup, t.thr) is not ComparisonVerdict.UNCHANGED:
+        notes.append(
+            f"one capture per side, and the {names} steady state is host-limited: processes of one host-limited "
+            f"program have differed by up to {_fmt(worst)}x at this host-paced share ({_pct(share)}; the widest "
+            "measured, HOST_PACED_WORST_SPREAD), more than this change, so the verdict rests on the typical "
+            "process-to-process spread, not the worst"
         )
-    else:
-        floor = th.TIMELINE_MIN_NOISE
-        floor_why = "GPU-limited steps repeat across processes no better than their kernels (ncu_noise.csv)"
-    return floor, floor_why
+    z = th.TIMELINE_NOISE_Z
+    room = (change / z) ** 2 - t.step_noise.capture_sd**2
+    proc_var = t.step_noise.process_sd**2
+    if change < math.log1p(th.TIMELINE_MIN_NOISE) or room <= 0:
+        t.next_step = (
+            f"A change of {_pct(abs(t.speedup - 1))} is below what repeated captures resolve (the GPU floor is "
+            f"±{_pct(th.TIMELINE_MIN_NOISE)}): if a smaller gain matters, time both programs without a profiler "
+            "in fresh processes, one median step per process, several processes each."
+        )
+        return
+    n = max(3, math.ceil(proc_var / room))
+    if n > 20:
+        t.next_step = (
+            f"Resolving a change of {_pct(abs(t.speedup - 1))} on this loop would take {n} captures per side: time "
+            "both programs without a profiler in fresh processes instead (one median step per process, several "
+            "processes each) and compare the medians across processes."
+        )
+        return
+    t.next_step = (
+        f"Capture each side {n} times, each in a fresh process, and compare the median of the captures' median "
+        f"steps (kprof compare on each pair prints them as the durations before and after): with {n} captures "
+        f"per side the process-to-process part of the interval shrinks {_fmt(math.sqrt(n))}x, enough to tell a "
+        f"change of {_pct(abs(t.speedup - 1))} from the spread between processes."
+    )
 
 
 @dataclass(slots=True)
@@ -159,6 +203,8 @@ class _TimelineTiming:
     """Factor from the after capture's step count to the before's, for the counts that grow with it."""
     comparable_extensive: bool = True
     """Whether totals that grow with the captured work (:data:`_EXTENSIVE`) can be compared."""
+    step_noise: StepNoise | None = None
+    next_step: str = ""
 
 
 def _timeline_timing(
@@ -173,8 +219,7 @@ def _timeline_timing(
 ) -> _TimelineTiming:
     """The speedup and its noise threshold: median steps when both captures mark them alike, else the
     steady-state wall time when neither does, else none (what was done is added to ``notes``)."""
-    floor, floor_why = _noise_floor(mb, ma)
-    t = _TimelineTiming(subject=subject, thr=floor)
+    t = _TimelineTiming(subject=subject, thr=th.TIMELINE_MIN_NOISE)
     if not mb or not ma:
         empty = fb if not mb else fa
         notes.append(f"{empty} holds no GPU work: nothing to time")
@@ -185,7 +230,7 @@ def _timeline_timing(
         if note:
             notes.append(note)
         if ok:
-            _step_timing(t, sb, sa, floor, floor_why, notes)
+            _step_timing(t, sb, sa, _host_paced(mb), _host_paced(ma), notes)
         else:
             t.comparable_extensive = False
             t.noise = "no threshold: the steady states could not be matched"
@@ -193,11 +238,9 @@ def _timeline_timing(
         t.dur_b, t.dur_a = mb["wall_ns"], ma["wall_ns"]
         t.speedup = t.dur_b / t.dur_a if t.dur_a > 0 and t.dur_b > 0 else None
         t.source = "timeline capture: steady-state wall time (neither capture marks 3 or more steps)"
-        t.thr = floor
-        t.noise = (
-            f"±{_pct(floor)}: fall back to the run-to-run floor ({floor_why}), because a capture without "
-            "repeated steps has no dispersion of its own"
-        )
+        t.step_noise = step_noise(None, None, _host_paced(mb), _host_paced(ma))
+        t.thr = t.step_noise.threshold
+        t.noise = t.step_noise.text
         notes.append(
             "capture against capture: the speedup assumes both captures ran the same work (kernels in the "
             f"steady state: {mb['kernel_count']:.0f} before, {ma['kernel_count']:.0f} after); mark iterations "
@@ -217,7 +260,7 @@ def _timeline_timing(
 
 
 def _step_timing(
-    t: _TimelineTiming, sb: StepTimes, sa: StepTimes, floor: float, floor_why: str, notes: list[str]
+    t: _TimelineTiming, sb: StepTimes, sa: StepTimes, host_b: float, host_a: float, notes: list[str]
 ) -> None:
     """Time matched steps: the median step before and after, with the steps' own dispersion as noise."""
     t.dur_b, t.dur_a = float(np.median(sb.durations_ns)), float(np.median(sa.durations_ns))
@@ -227,7 +270,8 @@ def _step_timing(
         f"timeline steps: median step time ({how}), {len(sb.durations_ns)} steady-state steps before, "
         f"{len(sa.durations_ns)} after (the first step left out as warm-up)"
     )
-    t.thr, t.noise = _dispersion_noise(sb.durations_ns, sa.durations_ns, floor, floor_why, "step times")
+    t.step_noise = step_noise(sb.durations_ns, sa.durations_ns, host_b, host_a)
+    t.thr, t.noise = t.step_noise.threshold, t.step_noise.text
     for s, name in ((sb, "before"), (sa, "after")):
         if not s.projected:
             notes.append(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,16 +22,31 @@ step, e.g. a garbage collection, does not inflate it)."""
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
 """Standard error of a sample median = 1.2533 sigma / sqrt(n), for a normal spread."""
 
+BOOTSTRAP_RESAMPLES = 1000
+"""Resamples of the bootstrap standard error of a median (with a seeded generator, so one pair of files gives
+one interval on every run). The estimate's own relative error is about 1 / sqrt(2 x 1000) = 2%: the second
+digit of a noise threshold, never its verdict."""
+
 
 def _median_rel_se(x: np.ndarray) -> float | None:
-    """Relative standard error of the median of ``x`` (robust sigma), None below 2 values."""
-    if len(x) < 2:
+    """Relative standard error of the median of ``x``: the standard deviation of the medians of
+    BOOTSTRAP_RESAMPLES resamples (drawn with replacement) over the median. No assumption on the shape of
+    the steps' spread: two kinds of steps alternating, or a long tail, widen it as they widen the median's
+    own uncertainty. None below 2 values or for a median <= 0."""
+    x = np.asarray(x, np.float64)
+    n = len(x)
+    if n < 2:
         return None
     med = float(np.median(x))
     if med <= 0:
         return None
-    sigma = MAD_TO_SIGMA * float(np.median(np.abs(x - med)))
-    return MEDIAN_SE_FACTOR * sigma / math.sqrt(len(x)) / med
+    rng = np.random.default_rng(0)
+    meds = np.empty(BOOTSTRAP_RESAMPLES, np.float64)
+    chunk = max(1, 2_000_000 // n)  # at most 2M draws (16 MB) at a time
+    for i in range(0, BOOTSTRAP_RESAMPLES, chunk):
+        k = min(chunk, BOOTSTRAP_RESAMPLES - i)
+        meds[i : i + k] = np.median(x[rng.integers(0, n, size=(k, n))], axis=1)
+    return float(np.std(meds, ddof=1)) / med
 
 
 def _unless_damaged(
@@ -69,7 +85,8 @@ def _ncu_noise_text() -> str:
 def _dispersion_noise(
     b: np.ndarray, a: np.ndarray, floor: float, floor_why: str, what: str
 ) -> tuple[float, str]:
-    """max(z x combined relative standard error of the two medians, floor), and why."""
+    """max(z x combined relative standard error of the two medians, floor), and why (kernel durations in
+    timelines: no process term, the ncu floor covers it)."""
     se_b, se_a = _median_rel_se(b), _median_rel_se(a)
     if se_b is None or se_a is None:
         return (
@@ -79,11 +96,100 @@ def _dispersion_noise(
     disp = th.TIMELINE_NOISE_Z * math.hypot(se_b, se_a)
     own = (
         f"{th.TIMELINE_NOISE_Z:g} combined standard errors of the two median {what} "
-        f"({len(b)} before, {len(a)} after) = ±{_pct(disp)}"
+        f"({len(b)} before, {len(a)} after; bootstrap) = ±{_pct(disp)}"
     )
     if disp >= floor:
         return disp, f"±{_pct(disp)}: {own}; above the floor of ±{_pct(floor)} ({floor_why})"
     return floor, f"±{_pct(floor)}, the floor: {floor_why}; the captures' own {own}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepNoise:
+    """The noise of a speedup of two timelines: a threshold, why, and its two parts (see :func:`step_noise`)."""
+
+    threshold: float
+    """The relative change within which the verdict is ``unchanged``."""
+    text: str
+    capture: float | None
+    """z x the two captures' own standard errors combined (relative), None without steps on a side."""
+    process: float
+    """z x the two sides' process-to-process terms combined (relative)."""
+    process_sd: float
+    """The process-to-process standard error of the speedup (relative, one sigma: what repeats shrink)."""
+    capture_sd: float
+    """The captures' own standard error of the speedup (relative, one sigma)."""
+
+
+def step_noise(
+    b: np.ndarray | None, a: np.ndarray | None, host_paced_before: float, host_paced_after: float
+) -> StepNoise:
+    """The noise of the ratio of two captures' median steps, as three standard errors of it.
+
+    Two sources, added in quadrature: each capture's own uncertainty of its median step (the bootstrap
+    standard error over its steady-state steps, :func:`_median_rel_se`; none when a side has no steps) and,
+    per side, the process-to-process variation of the host-paced part of a step (its share of the step x
+    HOST_PACED_PROCESS_SD: a GPU-limited step repeats across processes like its kernels, a host-limited one
+    moves with the host). Never below TIMELINE_MIN_NOISE, the floor of GPU-limited steps.
+
+    Examples
+    --------
+    >>> n = step_noise(np.full(50, 100.0), np.full(50, 80.0), 0.40, 0.05)
+    >>> round(n.threshold, 3)  # 3 x sqrt((0.40 x 0.17)^2 + (0.05 x 0.17)^2)
+    0.206
+    """
+    z, sd = th.TIMELINE_NOISE_Z, th.HOST_PACED_PROCESS_SD
+    se_b = _median_rel_se(b) if b is not None else None
+    se_a = _median_rel_se(a) if a is not None else None
+    hb, ha = max(0.0, host_paced_before), max(0.0, host_paced_after)
+    proc_sd = math.hypot(hb * sd, ha * sd)
+    cap_sd = math.hypot(se_b, se_a) if se_b is not None and se_a is not None else None
+    total = z * math.hypot(proc_sd, cap_sd or 0.0)
+    parts = []
+    if cap_sd is not None and b is not None and a is not None:
+        parts.append(
+            f"the captures' own step times (bootstrap standard errors of the two medians, {len(b)} steady-state "
+            f"steps before, {len(a)} after): ±{_pct(z * cap_sd)}"
+        )
+    else:
+        parts.append("no steps on a side, so no dispersion of the captures' own")
+    parts.append(
+        f"process to process: ±{_pct(z * proc_sd)} (the GPU idles waiting on the host {_pct(hb)} of the steady "
+        f"state before and {_pct(ha)} after, and that host-paced time varies between processes by a standard "
+        f"deviation of {_pct(sd)} on the H200, HOST_PACED_PROCESS_SD)"
+    )
+    why = f"{z:g} standard errors of the speedup, from " + "; and from ".join(parts)
+    floor = th.TIMELINE_MIN_NOISE
+    if total >= floor:
+        text = f"±{_pct(total)}: {why}"
+        thr = total
+    else:
+        text = (
+            f"±{_pct(floor)}, the floor: GPU-limited steps repeat across processes no better than their kernels "
+            f"(ncu_noise.csv); {why} = ±{_pct(total)}"
+        )
+        thr = floor
+    return StepNoise(
+        threshold=thr,
+        text=text,
+        capture=None if cap_sd is None else z * cap_sd,
+        process=z * proc_sd,
+        process_sd=proc_sd,
+        capture_sd=cap_sd or 0.0,
+    )
+
+
+def speedup_interval(speedup: float | None, threshold: float | None) -> tuple[float, float] | None:
+    """``(speedup / (1 + threshold), speedup x (1 + threshold))``: the verdict is ``improved`` or
+    ``regressed`` exactly when it excludes 1. None without a speedup.
+
+    Examples
+    --------
+    >>> speedup_interval(1.5, 0.2)
+    (1.25, 1.8)
+    """
+    if speedup is None or threshold is None:
+        return None
+    return (round(speedup / (1.0 + threshold), 6), round(speedup * (1.0 + threshold), 6))
 
 
 def _num(v: float | None) -> float | None:

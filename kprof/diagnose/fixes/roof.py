@@ -211,8 +211,29 @@ def resource(c: Context) -> Text:
     )
 
 
+def _tf32(c: Context) -> str:
+    """The TF32 sentence of a healthy FP32 matrix product (the rule's no_tensor_cores finding), "" otherwise."""
+    if c.d.bottleneck is not B.COMPUTE_BOUND or not any(
+        f.bottleneck is B.NO_TENSOR_CORES for f in c.d.findings
+    ):
+        return ""
+    from kprof.facts.kernel import UNDER_NCU, build_facts
+    from kprof.rules.kernel.healthy import tf32_sentence
+
+    f = build_facts(c.k, c.k.value("gpu__time_duration.sum"), UNDER_NCU)
+    return tf32_sentence(f, matrix_in_sass=not f.sass.empty)
+
+
 def healthy(c: Context) -> Text:
     """Less work, for the kernel's language (the kernel is at its roof)."""
+    mech, fix = _healthy(c)
+    tf32 = _tf32(c)
+    if tf32 and fix is not None and tf32 not in fix:
+        fix = f"{fix} {tf32}"
+    return mech, fix
+
+
+def _healthy(c: Context) -> Text:
     if c.lang is L.PYTORCH:
         return "", (
             "This PyTorch kernel is at its roof; to go faster launch less of it: fuse it with its producer or "

@@ -10,7 +10,7 @@ from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose.job.stats import JobStats, typical
 from kprof.diagnose.job.summary import RankSummary
-from kprof.diagnose.job.words import _RANK_OUT, _coverage_note, _ms, _pct, _subject
+from kprof.diagnose.job.words import _coverage_note, _ms, _pct, _rank_out, _subject
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -101,6 +101,7 @@ def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, st
                 target=round(float(np.nanmean(c))),
                 unit="ns",
                 label="compute per step on the slowest rank",
+                basis="the mean compute per step over the ranks: the same total work split evenly",
             ),
             Expectation(
                 metric="step_ns",
@@ -109,6 +110,7 @@ def _load_imbalance(job: str, summaries: Sequence[RankSummary], st: JobStats, st
                 target=round(max(step_med - wait, 0.0)),
                 unit="ns",
                 label="step time",
+                basis=f"less the {_ms(wait)} the fastest rank waits more than the slowest",
             ),
         ),
         confidence=Confidence(
@@ -180,6 +182,8 @@ def _communication_bound(
                 target=round(min(exp_med, 0.5 * comp_med)),
                 unit="ns",
                 label="exposed NCCL time per step",
+                basis=f"half the {_ms(comp_med)} of compute per step: what overlapping the collectives with the "
+                "backward pass leaves exposed at most",
             ),
             Expectation(
                 metric="step_ns",
@@ -195,5 +199,5 @@ def _communication_bound(
         ),
         next_step="Measure what the interconnect delivers: run nccl-tests (`all_reduce_perf -b 8M -e 1G -f 2 -g 1` per "
         "rank under your launcher) and compare its bus bandwidth with the message sizes per step; capture with "
-        f"`{commands.nsys_command(_RANK_OUT, trace='cuda,nvtx,osrt,nccl')}` to see each collective's size.",
+        f"`{commands.nsys_command(_rank_out(job, summaries, 'nccl'), trace='cuda,nvtx,osrt,nccl')}` to see each collective's size.",
     )

@@ -11,7 +11,7 @@ from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose.job.stats import JobStats, typical
 from kprof.diagnose.job.summary import RankSummary
-from kprof.diagnose.job.words import _RANK_OUT, _coverage_note, _ms, _pct, _subject
+from kprof.diagnose.job.words import _coverage_note, _ms, _pct, _rank_out, _subject
 from kprof.model import (
     Bottleneck,
     Confidence,
@@ -149,7 +149,7 @@ def _shared(job: str, summaries: Sequence[RankSummary], st: JobStats, step_med: 
             "diagnosed on its own (no GPU work in their captures).",
             evidence=tuple(evidence),
             confidence=Confidence(value=0.4, would_raise="captures with GPU activity on every rank"),
-            next_step=f"Capture each rank with CUDA tracing on: `{commands.nsys_command(_RANK_OUT)}`.",
+            next_step=f"Capture each rank with CUDA tracing on: `{commands.nsys_command(_rank_out(job, summaries, 'traced'))}`.",
             findings=tuple(findings),
         )
     best, holders, critical, (rep_rank, rep) = _representative(firsts, st)

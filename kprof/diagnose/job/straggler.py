@@ -12,11 +12,11 @@ from kprof import thresholds as th
 from kprof.diagnose.job.stats import JobStats, _Slow
 from kprof.diagnose.job.summary import RankSummary, is_nccl_kernel
 from kprof.diagnose.job.words import (
-    _RANK_OUT,
     _coverage_note,
     _kernel_delta,
     _ms,
     _pct,
+    _rank_out,
     _ranks_text,
     _subject,
 )
@@ -223,6 +223,7 @@ def _straggler_expect(f: _Facts, wait_gap: float, step_med: float) -> tuple[Expe
             target=round(target_step),
             unit="ns",
             label="step time",
+            basis=f"less the {_ms(wait_gap)} the other ranks wait for the slow one",
         ),
         Expectation(
             metric="exposed_nccl_ns",
@@ -231,6 +232,7 @@ def _straggler_expect(f: _Facts, wait_gap: float, step_med: float) -> tuple[Expe
             target=round(f.w_slow),
             unit="ns",
             label=f"exposed NCCL time per step on {f.other_txt}",
+            basis="the slow rank's own exposed NCCL time: the wait without a straggler",
         ),
         Expectation(
             metric="own_ns" if f.host_side else "compute_ns",
@@ -239,6 +241,7 @@ def _straggler_expect(f: _Facts, wait_gap: float, step_med: float) -> tuple[Expe
             target=round(f.ref_others),
             unit="ns",
             label=f"{f.metric_name} on rank {int(f.ranks[f.worst])}",
+            basis=f"what {f.other_txt} take: a measured control in the same job",
         ),
     )
 
@@ -273,7 +276,7 @@ def _straggler(
         next_step=(
             f"Compare rank {worst} with a typical rank step by step (kprof.plot.job.plot_straggler_timeline); "
             f"after the change, capture all ranks again and check that the step time drops by about {_ms(wait_gap)}. "
-            f"Capture per rank: `{commands.nsys_command(_RANK_OUT, cuda_profiler_range=True)}`."
+            f"Capture per rank: `{commands.nsys_command(_rank_out(job, summaries, 'after'), cuda_profiler_range=True)}`."
         ),
         findings=tuple(findings),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from kprof.diagnose.job.stats import JobStats
@@ -14,6 +15,14 @@ from kprof.model import (
 
 _RANK_OUT = "rank%q{RANK}"
 """The output of a per-rank capture: nsys expands ``%q{RANK}`` from the environment of each rank."""
+
+
+def _rank_out(job: str, summaries: Sequence[RankSummary], what: str) -> str:
+    """Where a per-rank capture the job's diagnosis suggests goes: beside the ranks' files (their one
+    folder), named after the job (``runs/ddp_after_rank%q{RANK}``)."""
+    folders = {os.path.dirname(s.path) for s in summaries if s.path}
+    name = f"{job}_{what}_{_RANK_OUT}" if job else f"{what}_{_RANK_OUT}"
+    return os.path.join(folders.pop(), name) if len(folders) == 1 else name
 
 
 def _ms(ns: float) -> str:

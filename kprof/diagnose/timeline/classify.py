@@ -157,8 +157,10 @@ def _classify(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
     """The window's bottleneck: the cause holding the largest share of its wall time (shares decide).
 
     The kernels (GPU-busy time not spent in exposed copies) lead at >= GPU_BOUND_BUSY_FRACTION of the
-    wall, or when they hold more than half of it and GPU_SHARE_OVER_CAUSE times the largest idle cause;
-    otherwise the largest cause leads: exposed copies plus waits in copies (transfer), GPU idle while the
+    wall. Below it, idle time behind blocking calls that is the largest cause leads when removing it would
+    leave the steady state at >= GPU_BOUND_BUSY_FRACTION (the syncs serialize host and GPU: they are the
+    limit, however large the kernels' share). Otherwise the kernels lead when they hold more than half of the
+    wall and GPU_SHARE_OVER_CAUSE times the largest idle cause, and else the largest cause leads: exposed copies plus waits in copies (transfer), GPU idle while the
     host issued work (launch), while it made no CUDA call (host compute), after syncs, in start-up work.
     """
     times = _cause_times(w)
@@ -170,6 +172,10 @@ def _classify(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
         return _diag_transfer(ctx, w, subject, times["copy"], top / wall)
     if w.busy_fraction >= th.GPU_BOUND_BUSY_FRACTION and best != "copy":
         return _diag_gpu_bound(ctx, w, subject)
+    if best == "sync" and w.busy_ns >= th.GPU_BOUND_BUSY_FRACTION * max(w.wall_ns - top, 1):
+        # the blocking calls serialize host and GPU: without the idle behind them the steady state would be
+        # GPU-bound, so they (not the kernels) are what limits it, however large the kernels' share
+        return _diag_sync(ctx, w, subject, min(1.0, top / max(w.idle_ns, 1)))
     if compute > th.DOMINANT_SHARE * wall and compute >= th.GPU_SHARE_OVER_CAUSE * top:
         return _diag_gpu_bound(ctx, w, subject)
     if top <= 0:

@@ -27,9 +27,13 @@ def _host_sampling(ctx: _Context) -> str:
     py-spy or torch.profiler's stacks)."""
     cmd = _nsys(ctx, "sampled", sample="process-tree", cpuctxsw="process-tree")
     app = _app(ctx.tl) or commands.PROGRAM
+    stem = commands.report_stem(ctx.tl.source)  # their output beside the capture, as nsys's
     if _language(ctx.tl) == NATIVE:
-        return f"`{cmd}`, or `perf record -g -- {app}`"
-    return f"`{cmd}`, `py-spy record -o host.svg -- {app}`, or torch.profiler with with_stack=True"
+        return (
+            f"`{cmd}`, or `{commands.shell(['perf', 'record', '-g', '-o', stem + '_perf.data', '--'])} {app}`"
+        )
+    spy = commands.shell(["py-spy", "record", "-o", stem + "_host.svg", "--"])
+    return f"`{cmd}`, `{spy} {app}`, or torch.profiler with with_stack=True"
 
 
 def _capture_range(ctx: _Context) -> str:

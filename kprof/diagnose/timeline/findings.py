@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kprof import thresholds as th
+from kprof.diagnose.timeline.blocking import _sync_fix
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.covers import _host_compute_fix, _named_cover
 from kprof.diagnose.timeline.evidence import _cause_times
@@ -33,7 +34,7 @@ def _findings(ctx: _Context, w: _Window, primary: Bottleneck | None) -> list[Fin
     times = _cause_times(w)
     texts = {
         "host": "the host was still issuing work (dispatch and launch calls) when the GPU ran out of it",
-        "sync": "the queue had drained behind a blocking sync",
+        "sync": "the queue had drained behind a blocking sync",  # the call and its fix are named below
         "startup": "one-time work (module loading, compilation) inside the steady state",
     }
     for cause, b in _CAUSE_IDS.items():
@@ -82,6 +83,10 @@ def _findings(ctx: _Context, w: _Window, primary: Bottleneck | None) -> list[Fin
             )
         else:
             text = texts[cause]
+            if cause == "sync":
+                fix, what = _sync_fix(ctx)
+                if what != "a blocking call":
+                    text = f"the queue had drained behind {what}. {fix}"
             ev = Evidence(
                 name=f"idle time: {cause}",
                 value=round(v / 1e3, 3),

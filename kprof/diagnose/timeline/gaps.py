@@ -26,6 +26,7 @@ from kprof.timeline_model import (
     COPY_DTOH,
     COPY_HTOD,
     MEM_PAGEABLE,
+    ApiCategory,
     HostOpTable,
     Timeline,
 )
@@ -65,6 +66,8 @@ class _Window:
     mean_gap_ns: float
     launch_interval_ns: float | None
     scope: str = "the steady state"
+    windows: Pair = _EMPTY
+    """The windows these stats are of (the steady state, or an NVTX range's instances)."""
 
     @property
     def busy_fraction(self) -> float:
@@ -119,6 +122,52 @@ class _GapTotals:
     host_compute_gaps: Pair
 
 
+_ISSUING = (int(ApiCategory.LAUNCH), int(ApiCategory.MEMSET))
+"""API calls that give the GPU its compute work (kernel and graph launches, memsets). Copies are left out: a
+copy to the host in the loop is what blocks it, and its fix (keep the value on the GPU, or a pinned buffer
+and an event) removes or moves that call's host time with the wait."""
+
+
+def blocked_overlap_ns(ctx: _Context) -> float:
+    """The GPU work the host could hide its work after a blocking call behind, were the call not there: the
+    steady state's GPU-busy time per blocking episode (blocking calls with no issuing call between them count
+    once: ``.cpu()`` copies, then syncs). 0 when the host does not run ahead of the GPU between its blocking
+    calls: the mean time from one issuing call (:data:`_ISSUING`) to the next on the thread that issues most
+    of them, counted only where no blocking call starts in between (the host's own work between launches:
+    dispatch, Python, allocations), times the number of issuing calls, is not shorter than that GPU-busy
+    time; also 0 without blocking calls or with fewer than MIN_LAUNCHES_FOR_LAUNCH_BOUND issuing calls (no
+    rate to judge).
+
+    An idle gap that begins while the host is blocked (a sync, a blocking copy, ``.item()``, ``nonzero``) is
+    then the blocking call's, all of it, when the host's time from the call's end to the work that ends the gap
+    (its return and the re-dispatch) is at most this: without the call the host would have issued that work
+    while the GPU still ran the work before it (:meth:`_GapCoder.codes`)."""
+    api = ctx.tl.api
+    bs = ctx.blocking_calls[0]
+    if len(api) == 0 or len(bs) == 0:
+        return 0.0
+    lo, hi = ctx.steady_lo, ctx.steady_hi
+    m = (api.start_ns >= lo) & (api.start_ns < hi) & np.isin(api.category, _ISSUING)
+    n_issue = int(np.count_nonzero(m))
+    if n_issue < th.MIN_LAUNCHES_FOR_LAUNCH_BOUND:
+        return 0.0
+    threads, counts = np.unique(api.thread[m], return_counts=True)
+    s = np.sort(api.start_ns[m & (api.thread == threads[int(np.argmax(counts))])])
+    if len(s) < 2:
+        return 0.0
+    # blocking calls that start in [s_i, s_i+1): the interval holds a wait, not issue time
+    between = np.diff(np.searchsorted(bs, s, side="left"))
+    clean = np.diff(s)[between == 0]
+    episodes = int(np.count_nonzero(between))
+    if len(clean) == 0 or episodes == 0:
+        return 0.0
+    windows = (np.array([lo], np.int64), np.array([max(hi, lo)], np.int64))
+    busy = _union_total(ctx.gpu.stream(with_cols=False), windows)
+    if float(np.mean(clean)) * n_issue >= busy:
+        return 0.0
+    return busy / episodes
+
+
 class _GapCoder:
     """Gives each idle gap of a chunk the code (an index of :data:`_CAUSES`) of the cause that holds it."""
 
@@ -135,6 +184,7 @@ class _GapCoder:
         self.hostish = np.array(
             [self.cause_ix["host"], self.cause_ix["sync"], self.cause_ix["copy"]], np.int8
         )
+        self.overlap_ns = blocked_overlap_ns(ctx)
 
     def codes(self, gs: np.ndarray, ge: np.ndarray, glen: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The cause codes of gaps ``[gs, ge)``, ``rows`` the API rows of the work that ends each (-1: none)."""
@@ -159,16 +209,24 @@ class _GapCoder:
             transfer = in_block & (bi >= 0) & btw[np.maximum(bi, 0)]
         else:
             transfer = np.zeros(len(gs), bool)
-        # A blocking call costs the GPU only what the host could have issued instead of waiting: the gap
-        # after it is the sync's (or the copy's) when the host had been blocked at least half as long as
-        # the gap lasts; when the host's own work after the call is longer, the host is the limit (without
-        # the sync it would still not keep ahead of the GPU).
+        # A blocking call costs the GPU only what the host could have issued instead of waiting. When the host
+        # issues work faster than the GPU runs it and its return + re-dispatch after the call is shorter than
+        # the GPU work it could have overlapped (blocked_overlap_ns), that is the whole gap: the next work would
+        # have been queued before the GPU ran dry. Otherwise the gap is the sync's (or the copy's) when the host
+        # had been blocked at least half as long as the gap lasts; when the host's own work after the call is
+        # longer, the host is the limit (without the sync it would still not keep ahead of the GPU).
         waited = (
             np.where(in_block, gs - ctx.blocking[0][np.maximum(block_ix, 0)], 0)
             if len(ctx.blocking[0])
             else 0
         )
         held = in_block & (np.asarray(waited) * 2 >= glen)
+        if self.overlap_ns > 0 and in_block.any():
+            # the host's time from the last blocking call before the gap's end to that end: return + re-dispatch
+            bu_s, bu_e = ctx.blocking
+            last = np.searchsorted(bu_s, ge, side="left") - 1
+            after = ge - np.minimum(bu_e[np.maximum(last, 0)], ge)
+            held |= in_block & (last >= 0) & (after <= self.overlap_ns)
         del block_ix, waited
         startup = iv.per_interval_overlap((gs, ge), ctx.startup_calls) * 2 > glen
         c = np.full(len(gs), cause_ix["host"], np.int8)
@@ -398,6 +456,7 @@ def _analyze(
         median_gap_ns=gaps.median_gap or 0.0,
         mean_gap_ns=gaps.mean_gap,
         launch_interval_ns=launch_interval,
+        windows=windows,
     )
 
 

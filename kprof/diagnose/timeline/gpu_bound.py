@@ -6,15 +6,22 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from kprof import commands
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose.timeline.blocking import _sync_fix
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.covers import _host_compute_fix, _named_cover
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys
 from kprof.diagnose.timeline.findings import _findings
 from kprof.diagnose.timeline.gaps import _steady, _Window
 from kprof.diagnose.timeline.kernels import _Comm, _comm_evidence, _comm_finding, _ncu_commands
-from kprof.diagnose.timeline.sync import _after_sync_words, _drained_by_sync, _sync_fix
+from kprof.diagnose.timeline.sync import (
+    _after_sync_words,
+    _drained_by_sync,
+    _graph_blockers,
+    _then,
+)
 from kprof.diagnose.timeline.words import PYTHON, PYTORCH, _language, _ms, _pct
 from kprof.model import (
     Bottleneck,
@@ -52,8 +59,9 @@ def _elementwise_op(name: str) -> str | None:
 _GEMM = re.compile(r"nvjet|gemm|xmma|cutlass|wgmma|cublas|matmul|_mm_", re.IGNORECASE)
 
 
-def _gpu_bound_fix(ctx: _Context, w: _Window, tops: list[tuple[str, float, str]]) -> str:
-    """The one change that fits the kernels holding the GPU time (names choose the wording, never the verdict)."""
+def _gpu_bound_fix(ctx: _Context, w: _Window, tops: list[tuple[str, float, str]], comm: _Comm) -> str:
+    """The one change that fits the kernels holding the GPU time (names choose the wording, never the verdict);
+    their shares are of ``comm.of()`` (the GPU-busy time, or the summed kernel time where streams overlap)."""
     busy = f"the GPU is busy {_pct(w.busy_fraction)} of {w.scope}"
     if not tops:
         return f"Nothing to change at the timeline level: {busy}. The kernel profile (next step) says what limits them."
@@ -68,7 +76,7 @@ def _gpu_bound_fix(ctx: _Context, w: _Window, tops: list[tuple[str, float, str]]
             else "one kernel that does all of them per element"
         )
         return (
-            f"Nothing to change at the timeline level: {busy}, and {_pct(ew_share)} of its GPU time is in elementwise "
+            f"Nothing to change at the timeline level: {busy}, and {_pct(ew_share)} of {comm.of('its GPU time')} is in elementwise "
             f"kernels ({ops}), each of which reads and writes whole tensors through DRAM: they are memory-bound, "
             f"so no tuning of one kernel beats DRAM bandwidth. Fuse the chain ({how}) so each tensor crosses DRAM "
             "once instead of once per operation; the kernel profile (next step) confirms how close each kernel "
@@ -77,13 +85,13 @@ def _gpu_bound_fix(ctx: _Context, w: _Window, tops: list[tuple[str, float, str]]
     name, share, full = tops[0]
     if _GEMM.search(full) and share >= th.DOMINANT_SHARE:
         return (
-            f"Nothing to change at the timeline level: {busy}, {_pct(share)} of it in the matrix multiply {name}. "
+            f"Nothing to change at the timeline level: {busy}, {_pct(share)} of {comm.of()} in the matrix multiply {name}. "
             "Its kernel profile (next step) says whether it is at its tensor-core roof; if it is, only less work "
             "speeds it up: a lower precision where the accuracy allows (BF16, or FP8 on Hopper), or smaller or "
             "fewer multiplies."
         )
     return (
-        f"Nothing to change at the timeline level: {busy}, {_pct(share)} of it in {name}. Its kernel profile (next "
+        f"Nothing to change at the timeline level: {busy}, {_pct(share)} of {comm.of()} in {name}. Its kernel profile (next "
         "step) says what limits it and what to change."
     )
 
@@ -123,7 +131,10 @@ def _idle_cause_text(ctx: _Context, w: _Window, cause: str) -> tuple[str, str, s
         )
     return (
         "the host was still issuing the next work",
-        "Issue the work ahead of the GPU: fewer, larger launches (a CUDA graph of the loop body, fused kernels).",
+        _then(
+            _graph_blockers(ctx, w),
+            "Issue the work ahead of the GPU: fewer, larger launches (a CUDA graph of the loop body, fused kernels).",
+        ),
         "gpu_idle_ns",
         "GPU idle time",
     )
@@ -188,7 +199,7 @@ def _gpu_evidence(w: _Window, r: _Recoverable, graph_share: float, comm: _Comm) 
             )
         )
     if comm.ns > 0:
-        evidence.append(_comm_evidence(comm))
+        evidence.append(_comm_evidence(comm, w.scope))
     if r.recover:
         evidence.append(
             Evidence(
@@ -208,14 +219,14 @@ def _gpu_headline(
 ) -> str:
     if tops:
         name, share, _ = tops[0]
-        head_k = f"; the top kernel ({name}) holds {_pct(share)} of it"
+        head_k = f"; the top kernel ({name}) holds {_pct(share)} of {comm.of()}"
         if comm.share >= th.MIN_FINDING_SHARE:
             head_k = (
-                f"; NCCL collectives hold {_pct(comm.share)} of it and the top compute kernel ({name}) "
+                f"; NCCL collectives hold {_pct(comm.share)} of {comm.of()} and the top compute kernel ({name}) "
                 f"{_pct(share)}"
             )
     elif comm.ns > 0:
-        head_k = f"; NCCL collectives hold {_pct(comm.share)} of it"
+        head_k = f"; NCCL collectives hold {_pct(comm.share)} of {comm.of()}"
     else:
         head_k = ""
     if graph_share >= th.DOMINANT_SHARE:
@@ -224,7 +235,7 @@ def _gpu_headline(
         return (
             f"GPU-bound, with time to recover: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} "
             f"({_ms(w.busy_ns)} of {_ms(w.wall_ns)}){head_k}, but it idles {_pct(r.ns / max(w.wall_ns, 1))} of "
-            f"it ({_ms(r.ns)}) while {r.what.split(' without')[0]}."
+            f"{w.scope} ({_ms(r.ns)}) while {r.what.split(' without')[0]}."
         )
     return (
         f"GPU-bound: the GPU is busy {_pct(w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} of "
@@ -236,7 +247,8 @@ def _gpu_next_step(ctx: _Context, cmds: list[str], graph_share: float, comm: _Co
     nxt_parts = []
     if cmds:
         nxt_parts.append(
-            "Profile the top kernels with Nsight Compute (one command each): " + "  |  ".join(cmds)
+            "Profile the top kernels with Nsight Compute (one command each): "
+            + "  |  ".join(f"`{c}`" for c in cmds)
         )
     if graph_share >= th.DOMINANT_SHARE:
         nxt_parts.append(
@@ -244,8 +256,9 @@ def _gpu_next_step(ctx: _Context, cmds: list[str], graph_share: float, comm: _Co
         )
     if comm.share >= th.MIN_FINDING_SHARE:
         nxt_parts.append(
-            "For the NCCL time, diagnose all ranks of the job together (`kprof diagnose rank0.sqlite "
-            "rank1.sqlite ...`): the job view tells waiting for a slower rank from communication."
+            "For the NCCL time, diagnose all ranks of the job together "
+            f"(`{commands.shell(['kprof', 'diagnose', ctx.tl.source, commands.OTHER_RANKS])}`): the job view tells "
+            "waiting for a slower rank from communication."
         )
     if not nxt_parts:
         nxt_parts.append(
@@ -281,6 +294,9 @@ def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectat
             target=0 if r.metric == "host_compute_idle_ns" else idle_left,
             unit="ns",
             label=r.label,
+            basis="none: the host work moved off the GPU's critical path"
+            if r.metric == "host_compute_idle_ns"
+            else f"less the {_ms(cause_ns)} the fix recovers",
         ),
         Expectation(
             metric="gpu_busy_fraction",
@@ -288,6 +304,7 @@ def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectat
             value_now=round(w.busy_fraction, 4),
             target=round(w.busy_ns / max(wall_after, 1), 3),
             label="GPU-busy fraction (without that idle time)",
+            basis=f"the {_ms(w.busy_ns)} of GPU work over the {_ms(wall_after)} of wall time left",
         ),
         Expectation(
             metric="wall_ns",
@@ -296,13 +313,14 @@ def _recover_words(w: _Window, r: _Recoverable) -> tuple[str, str, list[Expectat
             unit="ns",
             target=wall_after,
             label="steady-state wall time (without that idle time)",
+            basis=f"less the {_ms(cause_ns)} recovered, never below the {_ms(w.busy_ns)} of GPU work",
         ),
     ]
     return mech, fix, expect
 
 
 def _healthy_words(
-    ctx: _Context, w: _Window, tops: list[tuple[str, float, str]]
+    ctx: _Context, w: _Window, tops: list[tuple[str, float, str]], comm: _Comm
 ) -> tuple[str, str, list[Expectation]]:
     """(mechanism, fix, expect) of a GPU-bound steady state with nothing to recover at the timeline level."""
     mech = (
@@ -312,7 +330,7 @@ def _healthy_words(
         else f"The kernels hold most of {w.scope}; its idle time ({_pct(1 - w.busy_fraction)}) is spread over "
         f"causes none of which holds {_pct(th.GPU_BOUND_RECOVERABLE_SHARE)} of the wall."
     )
-    fix = _gpu_bound_fix(ctx, w, tops)
+    fix = _gpu_bound_fix(ctx, w, tops, comm)
     # The timeline predicts no number here: how much a kernel fix saves is the kernel diagnosis's
     # to say (its own expect). What it does predict is that wall time falls with GPU-busy time.
     expect = [
@@ -346,9 +364,9 @@ def _diag_gpu_bound(ctx: _Context, w: _Window, subject: Subject) -> Diagnosis:
     evidence = _gpu_evidence(w, r, graph_share, comm) + ev_k[:2]
     findings = _findings(ctx, w, Bottleneck.GPU_BOUND)
     if comm.share >= th.MIN_FINDING_SHARE:
-        findings.append(_comm_finding(comm))
+        findings.append(_comm_finding(comm, w.scope))
         findings.sort(key=lambda f: -(f.share or 0))
-    mech, fix, expect = _recover_words(w, r) if r.recover else _healthy_words(ctx, w, tops)
+    mech, fix, expect = _recover_words(w, r) if r.recover else _healthy_words(ctx, w, tops, comm)
     return Diagnosis(
         subject=subject,
         bottleneck=Bottleneck.GPU_BOUND,

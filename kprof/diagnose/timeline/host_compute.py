@@ -110,7 +110,7 @@ def _host_compute_words(
     headline = (
         f"Host-compute-bound: the GPU is idle {_pct(1 - w.busy_fraction)} of {w.scope} ({_ms(w.busy_ns)} busy of "
         f"{_ms(w.wall_ns)}); {n:,} gap{'s' if n != 1 else ''} in which the host made no CUDA call{by} hold "
-        f"{_pct(hc / max(w.wall_ns, 1))} of it."
+        f"{_pct(hc / max(w.idle_ns, 1))} of it ({_ms(hc)})."
     )
     mech = (
         f"The GPU has nothing queued while the host is {what}: in these gaps the thread that launches GPU work made "
@@ -137,6 +137,7 @@ def _host_compute_expect(w: _Window, hc: int) -> tuple[Expectation, ...]:
             target=0,
             unit="ns",
             label="GPU idle time while the host makes no CUDA call",
+            basis="none: the host work moved off the GPU's critical path",
         ),
         Expectation(
             metric="gpu_busy_fraction",
@@ -144,6 +145,7 @@ def _host_compute_expect(w: _Window, hc: int) -> tuple[Expectation, ...]:
             value_now=round(w.busy_fraction, 4),
             target=round(w.busy_ns / max(wall_after, 1), 3),
             label="GPU-busy fraction (without the host-compute idle time)",
+            basis=f"the {_ms(w.busy_ns)} of GPU work over the {_ms(wall_after)} of wall time left",
         ),
         Expectation(
             metric="wall_ns",
@@ -152,6 +154,7 @@ def _host_compute_expect(w: _Window, hc: int) -> tuple[Expectation, ...]:
             unit="ns",
             target=wall_after,
             label="steady-state wall time (without the host-compute idle time)",
+            basis=f"less the {_ms(hc)} of host-compute idle time, never below the {_ms(w.busy_ns)} of GPU work",
         ),
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,7 +13,8 @@ from kprof.diagnose.job import is_nccl_kernel
 from kprof.diagnose.timeline import rows as _rows_mod
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.gaps import _Window
-from kprof.diagnose.timeline.words import _clip_name, _ms, _pct, _rx, _unique_prefix
+from kprof.diagnose.timeline.rows import Pair, _in_windows
+from kprof.diagnose.timeline.words import _app, _clip_name, _ms, _pct, _rx, _unique_prefix
 from kprof.model import (
     Bottleneck,
     Evidence,
@@ -28,11 +28,18 @@ from kprof.timeline_model import (
 
 @dataclass(slots=True)
 class _Comm:
-    """NCCL collective kernels in the steady state: GPU time, launches, share of GPU time."""
+    """NCCL collective kernels in the window: GPU time, launches, share of GPU time."""
 
     ns: float = 0.0
     launches: int = 0
     share: float = 0.0
+    base: str = ""
+    """What the kernels' shares are of, when it is not the GPU-busy time: the kernel time summed over streams
+    that overlap (with its value); "" when the shares are of the GPU-busy time."""
+
+    def of(self, it: str = "it") -> str:
+        """The base of the shares for a sentence: ``it`` (the GPU-busy time just quoted), or :attr:`base`."""
+        return self.base or it
 
 
 @dataclass(slots=True)
@@ -48,7 +55,9 @@ class _PerName:
     coop: np.ndarray
 
 
-def _per_name(ctx: _Context) -> _PerName:
+def _per_name(ctx: _Context, windows: Pair | None = None) -> _PerName:
+    """Per kernel name; ``time_steady``/``n_steady`` over the kernels that start in ``windows`` (the steady state
+    when None)."""
     k = ctx.tl.kernels
     lo, hi = ctx.steady_lo, ctx.steady_hi
     # launches before the steady state, by short name (what ncu's -k regex counts)
@@ -68,7 +77,9 @@ def _per_name(ctx: _Context) -> _PerName:
         ids, s = k.name_id[sl], k.start_ns[sl]
         dur = (k.end_ns[sl] - s).astype(np.float64)
         on = k.device[sl] == ctx.gpu.device
-        st = on & (s >= lo) & (s < hi)
+        st = on & (
+            (s >= lo) & (s < hi) if windows is None or not len(windows[0]) else _in_windows(s, windows)
+        )
         p.time_steady += np.bincount(ids[st], weights=dur[st], minlength=nn)
         p.n_steady += np.bincount(ids[st], minlength=nn)
         p.time_all += np.bincount(ids[on], weights=dur[on], minlength=nn)
@@ -131,15 +142,24 @@ def _ncu_commands(
     """(short name, share of GPU time, full name) of the top compute kernels."""
     if len(k) == 0:
         return ev, cmds, tops, _Comm()
-    p = _per_name(ctx)
+    p = _per_name(ctx, w.windows)
     per_name, n_launches = (p.time_steady, p.n_steady) if p.n_steady.any() else (p.time_all, p.n_all)
-    total_gpu = max(float(w.busy_ns), float(per_name.sum()), 1.0)
+    kernel_ns = float(per_name.sum())
+    total_gpu = max(float(w.busy_ns), kernel_ns, 1.0)
+    # Kernels on several streams overlap: their summed time exceeds the GPU-busy time (the union), and the shares
+    # are of that sum, which the words then name with its value (a share of "it", the busy time, would not add up).
+    overlap = kernel_ns > w.busy_ns * (1 + th.SHARE_BASE_TOLERANCE)
     is_comm = np.array([is_nccl_kernel(n) for n in k.names] or [False], bool)
     comm_ns = float(per_name[is_comm].sum())
-    comm = _Comm(ns=comm_ns, launches=int(n_launches[is_comm].sum()), share=min(1.0, comm_ns / total_gpu))
+    comm = _Comm(
+        ns=comm_ns,
+        launches=int(n_launches[is_comm].sum()),
+        share=min(1.0, comm_ns / total_gpu),
+        base=f"the kernel time ({_ms(kernel_ns)} summed over streams that overlap)" if overlap else "",
+    )
     compute = np.where(is_comm, 0.0, per_name)
     order = np.argsort(-compute, kind="stable")[: th.TOP_KERNELS]
-    app = tl.command if " " in tl.command.strip() else "<your command>"
+    app = _app(tl) or commands.PROGRAM
     short = k.short_names or k.names
     seen_cmd: set[str] = set()
     for i in order.tolist():
@@ -155,11 +175,14 @@ def _ncu_commands(
                 name=f"GPU time share: {shown}",
                 value=round(100 * share, 1),
                 unit="%",
-                reference=f"{int(n_launches[i]):,} launches, {_ms(per_name[i])} in the steady state",
+                reference=f"{int(n_launches[i]):,} launches, {_ms(per_name[i])} in {w.scope}"
+                + (f", of {_ms(kernel_ns)} of kernel time (streams overlap)" if overlap else ""),
                 metric="gpu_time_share",
             )
         )
-        out = f"kprof_{len(cmds) + 1}_" + re.sub(r"[^A-Za-z0-9_]+", "_", sname)[:40]
+        out = commands.kernel_report_stem(
+            commands.report_stem(tl.source), len(cmds) + 1, sname
+        )  # beside the capture
         cmd = _ncu_command(k, i, short, p, app, out)
         if cmd not in seen_cmd:
             seen_cmd.add(cmd)
@@ -167,22 +190,24 @@ def _ncu_commands(
     return ev, cmds, tops, comm
 
 
-def _comm_evidence(comm: _Comm) -> Evidence:
+def _comm_evidence(comm: _Comm, scope: str = "the steady state") -> Evidence:
     return Evidence(
         name="GPU time in NCCL collectives",
         value=round(100 * comm.share, 1),
         unit="%",
-        reference=f"{comm.launches:,} launches, {_ms(comm.ns)} in the steady state; communication, left out of "
-        "the ncu commands: a collective runs until the last rank joins, so its time includes waiting",
+        reference=f"{comm.launches:,} launches, {_ms(comm.ns)} in {scope}"
+        + (f", of {comm.base.removeprefix('the ')}" if comm.base else "")
+        + "; communication, left out of the ncu commands: a collective runs until the last rank joins, so its "
+        "time includes waiting",
     )
 
 
-def _comm_finding(comm: _Comm) -> Finding:
+def _comm_finding(comm: _Comm, scope: str = "the steady state") -> Finding:
     return Finding(
         bottleneck=Bottleneck.COMMUNICATION_BOUND,
-        headline=f"{_pct(comm.share)} of the GPU time ({_ms(comm.ns)}) is in NCCL collective kernels: a "
-        "collective runs until every rank has joined it, so this time is transfer plus waiting for the "
+        headline=f"NCCL collective kernels hold {_ms(comm.ns)}, {_pct(comm.share)} of {comm.of('the GPU time')}: "
+        "a collective runs until every rank has joined it, so this time is transfer plus waiting for the "
         "slowest rank, which one rank's capture cannot tell apart.",
-        evidence=(_comm_evidence(comm),),
+        evidence=(_comm_evidence(comm, scope),),
         share=comm.share,
     )

@@ -31,6 +31,8 @@ METRICS: dict[str, str] = {
     "exposed_copy_ns": "copy time not overlapped by compute",
     "pageable_copy_bytes": "bytes copied through pageable memory",
     "host_compute_idle_ns": "GPU idle time while the host made no CUDA call for >= 1 ms",
+    "host_paced_idle_ns": "GPU idle time waiting on the host (every idle cause but work queued behind a "
+    "device-side dependency)",
 }
 """The metric keys of ``expect``, with what each means (see the module docstring)."""
 
@@ -151,6 +153,7 @@ def timeline_metrics(tl: Timeline) -> dict[str, float]:
         "exposed_copy_ns": float(w.exposed_copy_ns),
         "pageable_copy_bytes": float(w.pageable_bytes),
         "host_compute_idle_ns": float(w.idle_by_cause.get("host_compute", 0)),
+        "host_paced_idle_ns": float(w.idle_ns - w.idle_by_cause.get("device_wait", 0)),
     }
     st = _step_times(ctx) if ctx.its.kind != REPEATED_WORK else None  # no marked step to compare
     if st is not None:

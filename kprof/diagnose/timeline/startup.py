@@ -237,6 +237,9 @@ def _diag_startup(
                 label="steady-state wall time (without the start-up work)"
                 if inside
                 else "wall time per run of the work once start-up is paid once (a long-lived process)",
+                basis=f"less the {_ms(startup_ns)} of start-up work"
+                if inside
+                else f"the {_ms(steady.wall_ns)} window after start-up, measured in this capture",
             ),
         ),
         confidence=_confidence(

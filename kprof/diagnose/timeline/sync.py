@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
-import numpy as np
-
 from kprof import thresholds as th
 from kprof.diagnose import intervals as iv
+from kprof.diagnose.timeline.blocking import _SYNC_KINDS, _pageable_readback, _sync_fix, _sync_kinds
 from kprof.diagnose.timeline.context import _Context
 from kprof.diagnose.timeline.covers import _feeds_the_gpu
 from kprof.diagnose.timeline.evidence import _busy_evidence, _confidence, _nsys, _recapture
 from kprof.diagnose.timeline.findings import _findings
-from kprof.diagnose.timeline.gaps import _LaunchingOps, _Window
+from kprof.diagnose.timeline.gaps import _Window
 from kprof.diagnose.timeline.words import NATIVE, _language, _ms, _pct, _times
 from kprof.model import (
     Bottleneck,
@@ -24,144 +21,44 @@ from kprof.model import (
     Verdict,
     _fmt,
 )
-from kprof.timeline_model import (
-    COPY_DTOH,
-    ApiCategory,
-    api_base_name,
-)
-
-_SYNC_KINDS: dict[str, tuple[str, str, str]] = {
-    # kind: (what blocks, in the program's terms; the PyTorch fix; the CUDA C++ fix)
-    "item": (
-        ".item() (aten::_local_scalar_dense: a scalar copied to the host, then a wait for the queue)",
-        "keep the value on the GPU: accumulate it in a tensor and call .item() once every N steps or after the loop, "
-        "and replace Python control flow on it with tensor ops (torch.where, masks); float(t), int(t), bool(t) and "
-        "`if t:` sync the same way",
-        "keep the value on the GPU and read it back once every N iterations or after the loop",
-    ),
-    "scalar_read": (
-        "a scalar read back (a copy of at most 8 bytes to the host, then a wait for the queue: what .item() "
-        "issues in PyTorch)",
-        "keep the value on the GPU: accumulate it in a tensor and read it (.item(), float(t), bool(t), `if t:`) "
-        "once every N steps or after the loop, and replace Python control flow on it with tensor ops "
-        "(torch.where, masks)",
-        "keep the value on the GPU and read it back once every N iterations or after the loop",
-    ),
-    "to_host": (
-        "a copy to host memory (.cpu(), .to('cpu'), .numpy(), .tolist())",
-        "copy into a pinned buffer with non_blocking=True, record a CUDA event after it and wait on that event only "
-        "when the host needs the values (a step later)",
-        "cudaMemcpyAsync into pinned memory (cudaHostAlloc), then cudaEventRecord and cudaEventSynchronize only "
-        "where the host needs the values",
-    ),
-    "data_dependent": (
-        "an operation whose output size depends on the data (nonzero, boolean-mask indexing, unique)",
-        "give it a static size (torch.nonzero_static, multiply by the mask instead of indexing with it) so the host "
-        "need not wait to learn the size",
-        "bound the output size ahead of time so the host need not read it back",
-    ),
-    "device_sync": (
-        "an explicit device synchronize (torch.cuda.synchronize(), cudaDeviceSynchronize)",
-        "remove torch.cuda.synchronize() from the loop (keep one before reading a timer or the final result); to "
-        "order work between streams use torch.cuda.Event and stream.wait_event, which do not block the host",
-        "remove cudaDeviceSynchronize from the loop; order work with cudaEventRecord + cudaStreamWaitEvent, which "
-        "do not block the host",
-    ),
-    "stream_sync": (
-        "cudaStreamSynchronize",
-        "wait on a CUDA event recorded after the work you need (torch.cuda.Event.synchronize()), issued after the "
-        "next iteration's work is queued, instead of draining the stream",
-        "replace cudaStreamSynchronize with cudaEventRecord after the work you need and cudaEventSynchronize after "
-        "the next iteration's work is queued (or cudaStreamWaitEvent for GPU-side ordering)",
-    ),
-    "event_sync": (
-        "an event wait (cudaEventSynchronize, event.synchronize())",
-        "wait on the event later, after the next iteration's work is queued, or order with stream.wait_event",
-        "move cudaEventSynchronize after the next iteration's launches, or use cudaStreamWaitEvent",
-    ),
-    "blocking_copy": (
-        "a synchronous copy (cudaMemcpy)",
-        "copy with non_blocking=True into pinned memory and wait on an event when the data is needed",
-        "replace cudaMemcpy with cudaMemcpyAsync on a stream into pinned memory, and an event wait where the data "
-        "is needed",
-    ),
-}
 
 
-_ITEM_OP = re.compile(r"_local_scalar_dense|^aten::item$")
+def _graph_blockers(ctx: _Context, w: _Window) -> str:
+    """The first step of a CUDA-graph fix when the loop holds what no graph can capture, else "".
 
-
-_TO_HOST_OP = re.compile(r"^aten::(to|_to_copy|copy_|cpu|numpy|tolist)$")
-
-
-_DATA_DEP_OP = re.compile(r"nonzero|masked_select|unique|index|repeat_interleave")
-
-
-def _sync_kinds(ctx: _Context) -> list[tuple[str, int]]:
-    """What blocks the host in the steady state, as :data:`_SYNC_KINDS` keys with their counts, most first.
-
-    A PyTorch trace names the operator that made each blocking call (``aten::_local_scalar_dense`` for
-    ``.item()``); otherwise the call and the copies around it say it: a stream sync right after a copy of a
-    few bytes to the host is a scalar read back (what ``.item()`` issues in PyTorch). Names choose the words
-    of the fix only; the verdict comes from the gaps."""
-    tl = ctx.tl
-    api = tl.api
-    if len(api) == 0:
-        return []
-    cat = api.category
-    m = (api.start_ns >= ctx.steady_lo) & (api.start_ns < ctx.steady_hi)
-    rows = np.flatnonzero(m & np.isin(cat, (int(ApiCategory.SYNC), int(ApiCategory.COPY_SYNC))))
-    if len(rows) == 0:
-        return []
-    ops = _LaunchingOps(tl.host_ops) if len(tl.host_ops) and tl.format == "kineto" else None
-    # small device-to-host copies in the steady state: scalars read back
-    c = tl.copies
-    small_d2h = 0
-    if len(c):
-        cm = (
-            (c.start_ns >= ctx.steady_lo)
-            & (c.start_ns < ctx.steady_hi)
-            & np.isin(c.direction, (COPY_DTOH, 12))
-        )
-        small_d2h = int(np.count_nonzero(cm & (c.bytes <= 8)))
-    counts: dict[str, int] = {}
-    for r in rows.tolist():
-        name = api_base_name(api.names[int(api.name_id[r])])
-        op = ops.name_at(int(api.start_ns[r]), int(api.thread[r])) if ops is not None else None
-        if op and _ITEM_OP.search(op):
-            kind = "item"
-        elif op and _TO_HOST_OP.search(op):
-            kind = "to_host"
-        elif op and _DATA_DEP_OP.search(op):
-            kind = "data_dependent"
-        elif name in ("cudaDeviceSynchronize", "cuCtxSynchronize"):
-            kind = "device_sync"
-        elif name in ("cudaEventSynchronize", "cuEventSynchronize"):
-            kind = "event_sync"
-        elif cat[r] == ApiCategory.COPY_SYNC:
-            kind = "blocking_copy"
-        elif ops is None and small_d2h * 2 >= len(rows):
-            kind = "scalar_read"
-        else:
-            kind = "stream_sync"
-        counts[kind] = counts.get(kind, 0) + 1
-    return sorted(counts.items(), key=lambda kv: -kv[1])
-
-
-def _sync_fix(ctx: _Context) -> tuple[str, str]:
-    """(the fix for what blocks most, what blocks in words with counts)."""
-    kinds = _sync_kinds(ctx)
+    A CUDA graph replays GPU work only: a call that blocks the host on the GPU (``.item()``, a stream or device
+    synchronize, a synchronous copy) and a copy to or from pageable host memory cannot be captured (stream capture
+    fails on them), so a loop that blocks in every iteration, or copies through pageable memory, cannot become one
+    graph until they leave it. Returns the sentence that says so and how to remove them, ending in "Then "."""
+    n_iter = len(ctx.iterations[0])
+    steady_iters = n_iter - ctx.its.warmup if n_iter >= th.MIN_ITERATIONS_FOR_WARMUP_DROP else n_iter
+    blockers: list[str] = []
+    fixes: list[str] = []
     native = _language(ctx.tl) == NATIVE
-    if not kinds:
-        fix = _SYNC_KINDS["stream_sync"][2 if native else 1]
-        return fix[0].upper() + fix[1:] + ".", "a blocking call"
-    top = kinds[0][0]
-    total = sum(n for _, n in kinds)
-    what = "; ".join(
-        f"{_SYNC_KINDS[k][0]} {_times(n)}" for k, n in kinds[:2] if n >= th.MIN_FINDING_SHARE * total
-    )
-    fix = _SYNC_KINDS[top][2 if native else 1]
-    return fix[0].upper() + fix[1:] + ".", what
+    if w.sync_count and w.sync_count >= max(steady_iters, 1):
+        kinds = _sync_kinds(ctx)
+        kind = kinds[0][0] if kinds else "stream_sync"
+        per = w.sync_count / steady_iters if steady_iters else float(w.sync_count)
+        often = _times(round(per)) if abs(per - round(per)) < 0.05 else f"{_fmt(per)} times"
+        blockers.append(
+            f"a call that blocks the host on the GPU, which this loop makes {often} per iteration "
+            f"({w.sync_count:,} in {w.scope}: {_SYNC_KINDS[kind][0]})"
+        )
+        fixes.append(_SYNC_KINDS[kind][2 if native else 1])
+    if w.pageable_bytes:
+        blockers.append(
+            f"a copy through pageable host memory, which this loop makes ({_fmt(float(w.pageable_bytes), 'B')} in "
+            f"{w.scope})"
+        )
+        fixes.append(_SYNC_KINDS["to_host"][2 if native else 1])
+    if not blockers:
+        return ""
+    return f"A CUDA graph cannot capture {' or '.join(blockers)}. First " + "; ".join(fixes) + ". Then "
+
+
+def _then(first: str, fix: str) -> str:
+    """``fix`` after :func:`_graph_blockers`' first step (lower-cased after its "Then "), or alone."""
+    return first + fix[0].lower() + fix[1:] if first else fix
 
 
 def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None:
@@ -178,29 +75,9 @@ def _drained_by_sync(ctx: _Context, w: _Window, cover: str | None) -> str | None
     if int((ge - gs)[inside].sum()) < th.DOMINANT_SHARE * int((ge - gs).sum()):
         return None
     kinds = _sync_kinds(ctx)
-    if kinds:
+    if kinds and kinds[0][0] != "pageable_copy":
         return _SYNC_KINDS[kinds[0][0]][0]
-    return _pageable_readback(ctx) or "a blocking call"
-
-
-def _pageable_readback(ctx: _Context) -> str | None:
-    """The words for copies to pageable host memory in the steady state, which block the host however they are
-    called (an asynchronous copy to pageable memory returns only after it ends, so after the queue ahead of it);
-    None when there are none."""
-    c = ctx.tl.copies
-    if not len(c):
-        return None
-    m = (c.start_ns >= ctx.steady_lo) & (c.start_ns < ctx.steady_hi) & np.isin(c.direction, (COPY_DTOH, 12))
-    m &= c.host_kind() == 0  # pageable
-    n = int(np.count_nonzero(m))
-    if n == 0:
-        return None
-    size = int(np.median(c.bytes[m]))
-    return (
-        f"a copy to pageable host memory ({n:,} device-to-host copies of {size:,} bytes each in the steady state: "
-        "from pageable memory even cudaMemcpyAsync, a non_blocking .cpu() or .to('cpu') returns only after the "
-        "copy, which waits for all the work queued ahead of it)"
-    )
+    return _pageable_readback(ctx) or (_SYNC_KINDS[kinds[0][0]][0] if kinds else "a blocking call")
 
 
 def _after_sync_words(ctx: _Context, blocks: str, otherwise: str) -> tuple[str, str]:
@@ -263,6 +140,8 @@ def _sync_expect(w: _Window) -> list[Expectation]:
             value_now=round(w.busy_fraction, 4),
             target=round(w.busy_ns / max(w.busy_ns, w.wall_ns - sync_idle, 1), 3),
             label="GPU-busy fraction (without the idle time after syncs)",
+            basis=f"the {_ms(w.busy_ns)} of GPU work over the wall time less the {_ms(sync_idle)} of idle time "
+            "after syncs",
         ),
         Expectation(
             metric="gpu_idle_ns",
@@ -271,6 +150,7 @@ def _sync_expect(w: _Window) -> list[Expectation]:
             target=max(0, w.idle_ns - sync_idle),
             unit="ns",
             label="GPU idle time (without the idle time after syncs)",
+            basis=f"less the {_ms(sync_idle)} that follows a sync",
         ),
     ]
     if w.sync_count:
@@ -282,6 +162,7 @@ def _sync_expect(w: _Window) -> list[Expectation]:
                 value_now=w.sync_count,
                 target=0,
                 label="blocking syncs in the steady state (the values read after the loop, or every N steps)",
+                basis="none inside the loop: a loop needs no blocking call to run",
             ),
         )
     return expect

@@ -215,6 +215,7 @@ def _transfer_expect(w: _Window, b: _CopyBounds) -> list[Expectation]:
                 target=0,
                 unit="ns",
                 label="copy time (the data stays on the GPU)",
+                basis="none: the data stays on the GPU",
             )
         )
     else:
@@ -226,6 +227,8 @@ def _transfer_expect(w: _Window, b: _CopyBounds) -> list[Expectation]:
                 target=b.hidden_left,
                 unit="ns",
                 label="copy time not overlapped by compute",
+                basis=f"the host-link floor of these bytes, {_ms(b.floor_ns)}, less the {_ms(w.compute_ns)} of compute "
+                "it can hide behind",
             )
         )
     if w.pageable_bytes and not b.only_keep:
@@ -237,6 +240,7 @@ def _transfer_expect(w: _Window, b: _CopyBounds) -> list[Expectation]:
                 target=0,
                 unit="B",
                 label="bytes copied through pageable memory",
+                basis="none: every copy from pinned memory",
             )
         )
     expect.append(
@@ -249,6 +253,11 @@ def _transfer_expect(w: _Window, b: _CopyBounds) -> list[Expectation]:
             label="steady-state wall time (without the copies)"
             if b.only_keep
             else "steady-state wall time (without exposed copies and waits in copies)",
+            basis=f"less the copies and the waits in them, never below the "
+            f"{_ms(w.busy_ns - w.exposed_copy_ns)} of compute"
+            if b.only_keep
+            else f"less the exposed copies and waits in them, the host-link floor "
+            f"{_ms(b.floor_ns)} still paid where compute cannot hide it",
         )
     )
     return expect

@@ -54,9 +54,12 @@ def _language(tl: Timeline) -> str:
 
 def _app(tl: Timeline) -> str | None:
     """The profiled command line for a suggested command, when the capture records it (an nsys export does;
-    a PyTorch profiler trace holds only the process's name), else None (a placeholder is printed)."""
+    a PyTorch profiler trace holds only the process's name), else None (a placeholder is printed): as it
+    runs from the current folder when its files were found (``tl.program``), else as recorded."""
+    if tl.program:
+        return tl.program
     cmd = tl.command.strip()
-    if not cmd or (tl.format == "kineto" and " " not in cmd):
+    if " " not in cmd and "/" not in cmd:  # a process's name ("python3": a PyTorch trace, an old nsys export)
         return None
     return cmd
 

@@ -16,7 +16,11 @@ atomics             atomic_contention
 divergence          warp_divergence
 launch              small_grid, tail_effect
 occupancy           occupancy_limited
-matrix              no_tensor_cores, and L1/L2 saturated by a matrix product's operand reloads
+matrix              no_tensor_cores, and L1/L2 saturated by a matrix product's operand reloads (from the SASS data
+                    flow, or from the FFMA and shared-load counters of a report without SASS)
+reduction           l1_shared_bandwidth_bound of a reduction's shared-memory tree (warp shuffles are the fix)
+passes              dram_bandwidth_bound of a second loop that reads again what an earlier loop read (one pass is
+                    the fix)
 tensor              tensor_core_bound on a slower tensor path than the GPU offers
 pipelining          latency_bound of an MMA k-loop whose operand loads are synchronous (no cp.async/TMA)
 precision           instruction_bound / compute_bound of FP32 data computed in FP64
@@ -45,13 +49,17 @@ from kprof.rules.kernel.local import local_memory
 from kprof.rules.kernel.matrix import no_tensor_cores, operand_reload
 from kprof.rules.kernel.memory import l2_rereads, uncoalesced
 from kprof.rules.kernel.occupancy import occupancy
+from kprof.rules.kernel.passes import repeated_dram_pass
 from kprof.rules.kernel.pipelining import synchronous_mma_loads
 from kprof.rules.kernel.precision import promoted_fp64
+from kprof.rules.kernel.reduction import shared_tree_reduction
 from kprof.rules.kernel.shared import bank_conflicts
 from kprof.rules.kernel.tensor import slow_tensor_path
 
 MECHANISMS: tuple[Callable[[KernelFacts], Mechanism | None], ...] = (
     operand_reload,
+    shared_tree_reduction,
+    repeated_dram_pass,
     l2_rereads,
     uncoalesced,
     bank_conflicts,

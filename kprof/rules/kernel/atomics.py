@@ -209,11 +209,11 @@ def _expect(f: KernelFacts, atom: float | None, savings: float, hot: bool) -> li
     after another at that slice, set the pace of the whole kernel: the time falls with their number (never below
     the floor of the rest of its traffic, :func:`time_expectation`), not only by the stall share."""
     if distinct_addresses(f.k):
-        return with_duration(f, _privatized_updates(f), savings)
+        return with_duration(f, _privatized_updates(f), savings, why="the serialized atomics cost")
     updates = _l2_updates(f, atom)
     if hot and updates and updates[0].value_now and updates[0].target is not None:
         savings = max(savings, 1.0 - float(updates[0].target) / float(updates[0].value_now))
-    return with_duration(f, updates, savings)
+    return with_duration(f, updates, savings, why="the serialized atomics cost")
 
 
 _SECTORS_PER_LINE = 4
@@ -247,6 +247,8 @@ def _privatized_updates(f: KernelFacts) -> list[Expectation]:
             value_now=int(l2_ops),
             label=f"atomic update requests at L2 (the {int(misses)} sectors the atomics touch, added once per block "
             "after privatization)",
+            basis=f"{blocks:,} blocks x {-(-int(misses) // _SECTORS_PER_LINE)} lines of 128 B: each block adds its "
+            "copy once, one request per line",
         )
     ]
 
@@ -278,5 +280,8 @@ def _l2_updates(f: KernelFacts, atom: float | None) -> list[Expectation]:
             label="atomic updates applied by L2 ("
             + ("one per warp after a warp reduction" if per_warp else "one per block after a block reduction")
             + ")",
+            basis=f"the {int(atom):,} warp-wide atomic requests, one update each"
+            if per_warp
+            else f"the {int(target):,} blocks, one update each",
         )
     ]

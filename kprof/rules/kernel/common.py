@@ -14,7 +14,7 @@ from kprof.facts.kernel import (
     UNDER_NCU,
     KernelFacts,
     fp32_issue_note,
-    kernel_floor_ns,
+    kernel_floor_parts,
     unit_metric,
     unit_words,
 )
@@ -36,6 +36,24 @@ def cap(text: str) -> str:
 def pc(fraction: float) -> str:
     """A fraction as the percentage evidence quotes (one decimal, no trailing zero): 0.9071 -> "90.7"."""
     return f"{round(100 * fraction, 1):g}"
+
+
+def excess_words(actual: float, ideal: float, what: str, whole: float, whole_words: str) -> str:
+    """``"87.5% of the load sectors ... (77.8% of all global sectors, stores included)"``: the excess that ``actual``
+    units per request leave over ``ideal`` (1 - ideal/actual, the share a reader computes from the two numbers
+    quoted before it) as a share of ``what``, then the share of the whole traffic (``whole``, 0..1, the waste the
+    rule weighs) under its own base, ``whole_words``, when the two differ in print.
+
+    Examples
+    --------
+    >>> excess_words(32, 4, "the load sectors carry no requested data", 0.7778, "all global sectors, stores included")
+    '87.5% of the load sectors carry no requested data (77.8% of all global sectors, stores included)'
+    >>> excess_words(32, 4, "the load sectors carry no requested data", 0.875, "all global sectors")
+    '87.5% of the load sectors carry no requested data'
+    """
+    own = f"{pc(max(0.0, 1.0 - ideal / actual)) if actual > 0 else '0'}%"
+    all_ = f"{pc(whole)}%"
+    return f"{own} of {what}" + (f" ({all_} of {whole_words})" if all_ != own else "")
 
 
 def fmt_ns(ns: float) -> str:
@@ -72,16 +90,25 @@ class Mechanism:
     """The unit the fix moves the work to (``"tensor"``), for the floor of the predicted duration."""
 
 
-def time_expectation(f: KernelFacts, savings: float, fix_unit: str | None = None) -> Expectation | None:
+def time_expectation(
+    f: KernelFacts,
+    savings: float,
+    fix_unit: str | None = None,
+    why: str = "the waste costs",
+    issue_kept: float | None = None,
+) -> Expectation | None:
     """Duration down by ``savings``, never below the reachable floor (:func:`kernel_floor_ns` at the healthy
     fraction of each peak) for the unit the fix uses; None when that leaves no gain to predict."""
     d = f.v(DURATION)
     if d is None:
         return None
     target = d * (1.0 - savings)
-    floor = kernel_floor_ns(f.k, fix_unit, th.HEALTHY_FRACTION_OF_PEAK)
-    if floor is not None:
-        target = max(target, min(d, floor))
+    basis = f"less the {pc(savings)}% of it {why}"
+    parts = kernel_floor_parts(f.k, fix_unit, th.HEALTHY_FRACTION_OF_PEAK, issue_kept)
+    if parts:
+        floor, words = max(parts)
+        if min(d, floor) >= target - 0.5:  # the floor binds (or the saving was already clamped to it)
+            target, basis = max(target, min(d, floor)), f"the floor: {words}"
     if round(target, 0) >= round(d, 0):
         return None
     return Expectation(
@@ -91,6 +118,7 @@ def time_expectation(f: KernelFacts, savings: float, fix_unit: str | None = None
         unit="ns",
         value_now=round(d, 0),
         label=f"kernel duration ({UNDER_NCU})",
+        basis=basis,
     )
 
 
@@ -148,10 +176,16 @@ def excess_share(
 
 
 def with_duration(
-    f: KernelFacts, expect: list[Expectation], savings: float, fix_unit: str | None = None
+    f: KernelFacts,
+    expect: list[Expectation],
+    savings: float,
+    fix_unit: str | None = None,
+    why: str = "the waste costs",
+    issue_kept: float | None = None,
 ) -> list[Expectation]:
-    """``expect``, then the kernel duration the fix predicts (:func:`time_expectation`) when it leaves a gain."""
-    t = time_expectation(f, savings, fix_unit)
+    """``expect``, then the kernel duration the fix predicts (:func:`time_expectation`) when it leaves a gain;
+    ``issue_kept``: the share of the warp instructions the fix keeps, whose issue time is a floor too."""
+    t = time_expectation(f, savings, fix_unit, why, issue_kept)
     return [*expect, t] if t else expect
 
 
@@ -218,40 +252,50 @@ def subject(k: KernelLaunch) -> Subject:
 
 
 def ncu_command(
-    k: KernelLaunch, what: str = "--set full", *, cooperative: bool = False, source: str | None = None
+    k: KernelLaunch,
+    what: str = "--set full",
+    *,
+    cooperative: bool = False,
+    source: str | None = None,
+    program: str | None = None,
 ) -> str:
     """The exact ncu command that profiles this launch again: kprof's capture flags (:mod:`kprof.commands`),
     ``what`` (``--set full`` or ``--section X ...``), written beside the diagnosed report."""
     sections = tuple(what.split()[1::2]) if what.startswith("--section") else ()
-    return commands.kernel_recapture(k.name or "NAME", source, sections=sections, cooperative=cooperative)
+    return commands.kernel_recapture(
+        k.name or "NAME", source, sections=sections, cooperative=cooperative, program=program
+    )
 
 
-def after_command(k: KernelLaunch, cooperative: bool = False, source: str | None = None) -> str:
+def after_command(
+    k: KernelLaunch, cooperative: bool = False, source: str | None = None, program: str | None = None
+) -> str:
     """The capture to take once the fix is in, and the comparison with this report (:mod:`kprof.commands`)."""
-    return commands.kernel_after_change(k.name or "kernel", source, cooperative=cooperative)
+    return commands.kernel_after_change(k.name or "kernel", source, cooperative=cooperative, program=program)
 
 
 def recapture(f: KernelFacts, what: str = "--set full") -> str:
     """:func:`ncu_command` for the launch of ``f``."""
-    return ncu_command(f.k, what, cooperative=f.cooperative, source=f.source)
+    return ncu_command(f.k, what, cooperative=f.cooperative, source=f.source, program=f.program)
 
 
 def after_change(f: KernelFacts) -> str:
     """:func:`after_command` for the launch of ``f``: the capture to take once the fix is in, and the comparison."""
-    return after_command(f.k, f.cooperative, f.source)
+    return after_command(f.k, f.cooperative, f.source, f.program)
 
 
 def missing_command(f: KernelFacts, needed: Iterable[str]) -> str:
-    """The command that collects the sections of ``needed`` the report lacks; "" when it has them all."""
+    """The command that collects the sections of ``needed`` the report lacks, in backticks; "" when it has
+    them all."""
     secs = [SECTION_OF[n] for n in needed if n in f.missing]
     if not secs:
         return ""
     if f.source_format == "ncu-csv-details":
         # The details page drops ncu's tables and source counters even when they were collected.
         return (
-            f"ncu --import REPORT.ncu-rep --csv --page raw > REPORT.raw.csv (the details page leaves out "
-            f"{', '.join(secs)}; or diagnose the .ncu-rep itself); if the report lacks them: " + recapture(f)
+            "`ncu --import <report>.ncu-rep --csv --page raw > <report>.raw.csv` (the details page leaves out "
+            f"{', '.join(secs)}; or diagnose the .ncu-rep itself); if the report lacks them: `{recapture(f)}`"
         )
     if len(secs) > 2:
-        return recapture(f)
-    return recapture(f, " ".join(f"--section {s}" for s in secs))
+        return f"`{recapture(f)}`"
+    return f"`{recapture(f, ' '.join(f'--section {s}' for s in secs))}`"

@@ -48,6 +48,7 @@ def half_round_trips(f: KernelFacts) -> Mechanism | None:
             unit="inst",
             value_now=float(conversions),
             label="16-bit <-> FP32 conversions executed in the loop",
+            basis="a loop that computes in the 16-bit type (packed HFMA2), or in FP32 throughout, converts nothing",
         ),
         Expectation(
             metric="smsp__inst_executed.sum",
@@ -56,6 +57,7 @@ def half_round_trips(f: KernelFacts) -> Mechanism | None:
             unit="inst",
             value_now=executed,
             label="warp instructions executed",
+            basis=f"the {pc(share)}% of them that are the conversions removed",
         ),
     ]
     return Mechanism(
@@ -100,7 +102,7 @@ def half_round_trips(f: KernelFacts) -> Mechanism | None:
             "step for two elements), or carry the value in FP32 through the loop and convert once after it; in "
             "Triton carry it in tl.float32, in PyTorch torch.compile the chain of 16-bit ops."
         ),
-        expect=with_duration(f, expect, share),
+        expect=with_duration(f, expect, share, why="the conversions cost", issue_kept=1.0 - share),
         confidence=th.CONFIDENCE_CONSISTENT,
         would_raise="",
         inflates=("issue", "fp32", "fp16"),

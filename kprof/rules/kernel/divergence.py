@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from kprof import thresholds as th
-from kprof.facts.kernel import KernelFacts
-from kprof.facts.names import THREADS_PER_INST
+from kprof.facts.kernel import KernelFacts, threads_per_instruction
 from kprof.facts.sass_traits import fp64_promotion
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
@@ -17,7 +16,7 @@ def divergence(f: KernelFacts) -> Mechanism | None:
     what limits the kernel; with the schedulers issuing below LATENCY_BOUND_FRACTION of their slots (the SMs wait on
     memory), the masked lanes occupy slots that were free anyway.
     """
-    r = f.v(THREADS_PER_INST)
+    r, r_metric = threads_per_instruction(f.k)
     if r is None or r >= th.DIVERGENCE_ACTIVE_THREADS:
         return None
     issue_util = f.util.get("issue")
@@ -32,7 +31,9 @@ def divergence(f: KernelFacts) -> Mechanism | None:
     efficiency = r / th.WARP_SIZE
     issue = f.util.get("issue", 0.0)
     savings = (1.0 - efficiency) * scale_to_limiter(f, f.util.get("issue"))
-    branch = f.v("smsp__sass_branch_targets_threads_divergent.sum")
+    branch_hit = f.k.first_value(
+        "smsp__sass_branch_targets_threads_divergent.sum", "smsp__branch_targets_threads_divergent"
+    )
     ev = [
         Evidence(
             name="active threads per executed warp instruction",
@@ -40,33 +41,38 @@ def divergence(f: KernelFacts) -> Mechanism | None:
             unit="threads",
             reference=f"{th.WARP_SIZE} when every lane of a warp takes the same path",
             reference_value=th.WARP_SIZE,
-            metric=THREADS_PER_INST,
-        ),
-        Evidence(
-            name="SM instruction throughput",
-            value=round(100 * issue, 1),
-            unit="% of peak",
-            reference="divergence costs time in proportion to how busy the SM's issue is",
-            metric="sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            metric=r_metric,
         ),
     ]
-    if branch is not None:
+    if issue_util is not None:
+        ev.append(
+            Evidence(
+                name="SM instruction throughput",
+                value=round(100 * issue, 1),
+                unit="% of peak",
+                reference="divergence costs time in proportion to how busy the SM's issue is",
+                metric="sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            )
+        )
+    if branch_hit is not None:
         ev.append(
             Evidence(
                 name="divergent branch targets",
-                value=int(branch),
+                value=int(branch_hit[1]),
                 unit="",
-                reference="0 without divergence",
-                metric="smsp__sass_branch_targets_threads_divergent.sum",
+                reference="0 without divergence: the lanes of a warp took different paths at these branches",
+                metric=branch_hit[0],
             )
         )
     lanes = Expectation(
-        metric=THREADS_PER_INST,
+        metric=r_metric,
         direction=Direction.UP,
         target=float(th.DIVERGENCE_TARGET_ACTIVE_THREADS),
         unit="threads",
         value_now=round(r, 1),
         label="active threads per warp instruction",
+        basis=f"a warp-uniform branch: {th.DIVERGENCE_TARGET_ACTIVE_THREADS:g} of {th.WARP_SIZE} lanes, the loop "
+        "tails and bounds guards of real kernels kept",
     )
     return Mechanism(
         bottleneck=B.WARP_DIVERGENCE,
@@ -86,7 +92,7 @@ def divergence(f: KernelFacts) -> Mechanism | None:
             "(e.g. select by warp index, or sort/bin the elements by path first), or turn short paths into "
             "predicated arithmetic."
         ),
-        expect=with_duration(f, [lanes], savings),
+        expect=with_duration(f, [lanes], savings, why="the masked lanes cost"),
         confidence=th.CONFIDENCE_MEASURED_INFERRED,
         would_raise="SourceCounters (per-line divergence) to point at the branch"
         if "source" in f.missing

@@ -4,6 +4,7 @@ GPU; the advice is to do less work.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from kprof import thresholds as th
@@ -19,13 +20,20 @@ from kprof.facts.kernel import (
 from kprof.facts.names import DURATION, L2_READ_HIT_RATE
 from kprof.facts.units import MEMORY_UNITS
 from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict
-from kprof.rules.kernel.common import B, Mechanism, findings_of, fmt_ns, pc, subject, unit_used
+from kprof.rules.kernel.common import B, Mechanism, findings_of, fmt_ns, pc, recapture, subject, unit_used
+from kprof.rules.kernel.matrix import tf32_finding, tf32_lever, tf32_words
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT, l2_passes_dram_stream
+
+_GEMM_NAME = re.compile(r"gemm|matmul|mm_|_mm\b|xmma|cutlass", re.I)
+"""Kernel names that say "matrix product": they choose the wording of the TF32 advice, never whether it is given."""
 
 _NEXT_STEP = (
     "Look at the timeline: the remaining lever is how often this kernel runs and how much data it gets."
 )
 _WOULD_RAISE = "a timeline capture to confirm the kernel's share of the step"
+_TABLES = (
+    "the MemoryWorkloadAnalysis_Tables section (sectors per request: whether every byte is requested data)"
+)
 _AT_ROOF = ">= {pct:.0f}% of peak{where} counts as at the roof (ncu: > 80% is high throughput)"
 _LESS_WORK = {
     "dram": "Move fewer bytes: fuse this kernel with its producer or consumer, use narrower types (bf16/fp8, int8 "
@@ -47,11 +55,15 @@ _LESS_WORK = {
 """The healthy fix per unit: do less of the work the unit carries."""
 
 
-def healthy(f: KernelFacts, unit: str, advice: Sequence[Mechanism] = ()) -> Diagnosis:
+def healthy(
+    f: KernelFacts, unit: str, advice: Sequence[Mechanism] = (), *, unconfirmed: bool = False
+) -> Diagnosis:
     """The limiting unit does the work the algorithm needs at >= HEALTHY_FRACTION_OF_PEAK of its elapsed-cycle peak,
     with a grid that fills the GPU: to go faster, do less work. ``advice``: mechanisms that change the work
     itself (matrix work that could move to the tensor cores) become findings. An L2 at its roof that passes a DRAM
-    stream through is the DRAM stream's roof (:func:`l2_passes_dram_stream`)."""
+    stream through is the DRAM stream's roof (:func:`l2_passes_dram_stream`). ``unconfirmed``: a DRAM stream at its
+    roof in a report without the memory tables (:func:`dram_stream_at_roof`): healthy at lower confidence, with
+    the section that would confirm the bytes are requested data."""
     util = f.util[unit]
     if unit == "l2" and l2_passes_dram_stream(f):
         return _healthy_dram_stream(f, util)
@@ -70,15 +82,32 @@ def healthy(f: KernelFacts, unit: str, advice: Sequence[Mechanism] = ()) -> Diag
     if d:
         ev.append(d)
     fix = _LESS_WORK.get(unit, "Do less work.")
-    if unit == "fp32" and advice:
+    lever = tf32_lever(f, bool(advice)) if unit == "fp32" else None
+    named = bool(_GEMM_NAME.search(f.k.name or ""))
+    if lever is not None:
+        fix += " " + tf32_sentence(f, bool(advice))
+    elif unit == "fp32" and advice:
         fix += " Matrix work could move to the tensor cores (TF32 or BF16 inputs) if the precision allows."
+    extra = (tf32_finding(f, lever, named),) if lever is not None and not advice else ()
+    caveat = (
+        " The report has no memory tables (MemoryWorkloadAnalysis_Tables): that every byte DRAM moves is data the "
+        "instructions asked for (coalesced, no excess sectors) is assumed from the DRAM stream's shape (L2 and L1 "
+        "no busier than DRAM), not measured."
+        if unconfirmed
+        else ""
+    )
     return Diagnosis(
         subject=subject(f.k),
         bottleneck=RESOURCE_OF_UNIT[unit],
         verdict=Verdict.HEALTHY,
         headline=(
             f"Healthy: {unit_words(f, unit)} at {pc(util)}% of peak, at its roofline "
-            f"(>= {100 * roof:.0f}%); to go faster, do less work."
+            f"(>= {100 * roof:.0f}%); to go faster, do less work"
+            + (
+                " (the memory tables were not collected: that the bytes are all requested data is not confirmed)."
+                if unconfirmed
+                else "."
+            )
         ),
         evidence=tuple(ev[:3]),
         mechanism=(
@@ -86,13 +115,31 @@ def healthy(f: KernelFacts, unit: str, advice: Sequence[Mechanism] = ()) -> Diag
             "grid that fills the GPU; no mechanism (coalescing, bank conflicts, spills, divergence, grid size) "
             "explains a gap, so other counters (occupancy, registers, conflicts) are not problems here."
             + _what_the_unit_does(f, unit)
+            + caveat
         ),
         fix=fix,
         expect=(_less_work_expectation(f, unit),),
-        confidence=Confidence(value=th.CONFIDENCE_MEASURED, would_raise=_WOULD_RAISE),
-        next_step=_NEXT_STEP,
-        findings=findings_of(advice, None),
+        confidence=Confidence(value=th.CONFIDENCE_PARTIAL, would_raise=_TABLES)
+        if unconfirmed
+        else Confidence(value=th.CONFIDENCE_MEASURED, would_raise=_WOULD_RAISE),
+        next_step=(
+            f"Confirm that the traffic is requested data: `{recapture(f, '--section MemoryWorkloadAnalysis_Tables')}`"
+            f" (sectors per request, excess sectors). {_NEXT_STEP}"
+            if unconfirmed
+            else _NEXT_STEP
+        ),
+        findings=findings_of(advice, None) + extra,
     )
+
+
+def tf32_sentence(f: KernelFacts, matrix_in_sass: bool) -> str:
+    """The TF32 advice of FP32 matrix work at the FP32 roof (:func:`kprof.rules.kernel.matrix.tf32_lever`), "" when
+    it does not apply: the same sentence in the rule's fix and in the kernel's language (kprof.diagnose.fixes)."""
+    lever = tf32_lever(f, matrix_in_sass)
+    if lever is None:
+        return ""
+    words = tf32_words(lever, bool(_GEMM_NAME.search(f.k.name or "")))
+    return words[:1].upper() + words[1:]
 
 
 def _achieved(f: KernelFacts, unit: str) -> list[Evidence]:
@@ -223,6 +270,17 @@ def _healthy_dram_stream(f: KernelFacts, l2: float) -> Diagnosis:
         confidence=Confidence(value=th.CONFIDENCE_CONSISTENT, would_raise=_WOULD_RAISE),
         next_step=_NEXT_STEP,
     )
+
+
+def dram_stream_at_roof(f: KernelFacts, unit: str) -> bool:
+    """A DRAM stream at its roof in a report without the memory tables (a ``--section SpeedOfLight`` capture): DRAM
+    is the limiter, at HEALTHY_FRACTION_OF_PEAK of its elapsed-cycle peak, and neither L2 nor L1 is busier than it by
+    more than UNIT_TIE_MARGIN (caches that carry no more than the DRAM stream: excess sectors that hit in L2, the
+    signature of uncoalesced access at a DRAM roof, would make L2 the busier level). The bytes are then presumed the
+    kernel's own; the diagnosis says that the memory tables would confirm it."""
+    if unit != "dram" or f.util.get("dram", 0.0) < th.HEALTHY_FRACTION_OF_PEAK:
+        return False
+    return f.limiter()[0] == "dram"
 
 
 def traffic_is_required(f: KernelFacts, unit: str) -> bool:

@@ -55,6 +55,13 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
         unit="inst",
         value_now=executed,
         label="warp instructions executed",
+        basis=(
+            f"the {pc(savings)}% of them that are overhead removed: the busiest useful unit at {pc(useful)}% "
+            f"against issue at {pc(issue)}%"
+            if removed == savings
+            else f"the {pc(removed)}% of them the construct's change removes: its instructions, less what the change "
+            "keeps"
+        ),
     )
     return Mechanism(
         bottleneck=B.INSTRUCTION_BOUND,
@@ -69,7 +76,14 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
             "Execute fewer instructions per result: hoist index arithmetic out of loops, use 64-bit-free index math, "
             "vector loads (one LDG.128 instead of four LDG), fast-math intrinsics, and unroll to amortise loop overhead."
         ),
-        expect=with_duration(f, [fewer], removed),
+        expect=with_duration(
+            f,
+            [fewer],
+            removed,
+            why="the overhead instructions cost"
+            if removed == savings
+            else "the construct's instructions cost",
+        ),
         confidence=th.CONFIDENCE_PARTIAL,
         would_raise="InstructionStats (the executed instruction mix) or SourceCounters",
         inflates=("issue",),

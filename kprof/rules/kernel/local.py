@@ -106,7 +106,7 @@ def _local_share(f: KernelFacts) -> tuple[float, str] | None:
         return share, "derived:local_sector_share"
     if not f.sass.weighted:
         return None
-    return f.sass.share(f.sass.local_loads + f.sass.local_stores), "sass:local_instructions"
+    return f.sass.share(f.sass.local_loads + f.sass.local_stores), "sass:local_instruction_share"
 
 
 def local_memory(f: KernelFacts) -> Mechanism | None:
@@ -142,6 +142,7 @@ def local_memory(f: KernelFacts) -> Mechanism | None:
         unit="sectors",
         value_now=int(local) if local else None,
         label="local-memory sectors",
+        basis="none: every per-thread value in registers",
     )
     return Mechanism(
         bottleneck=B.LOCAL_MEMORY_SPILL,
@@ -156,7 +157,7 @@ def local_memory(f: KernelFacts) -> Mechanism | None:
         evidence=_evidence(f, local, share, share_metric, lines),
         mechanism=_MECHANISM + _cap_sentence(f.k, kind),
         fix=_cap_fix(f.k, kind) or fix,
-        expect=with_duration(f, [sectors], savings),
+        expect=with_duration(f, [sectors], savings, why="the local-memory traffic costs"),
         confidence=th.CONFIDENCE_MEASURED if has_sass_local and local > 0 else th.CONFIDENCE_LISTING,
         would_raise="the SASS (SourceCounters) to tell a spill from an indexed array" if kind is None else "",
         inflates=MEMORY_UNITS,
@@ -188,7 +189,7 @@ def _evidence(f: KernelFacts, local: float, share: float, share_metric: str, lin
             Evidence(
                 name="LDL/STL instructions in the SASS" + (" (executed)" if f.sass.weighted else " (listed)"),
                 value=int(f.sass.local_loads + f.sass.local_stores),
-                unit="instructions",
+                unit="inst",
                 reference=f"kind: {f.sass.local_kind}" + (f"; at {lines}" if lines else ""),
                 metric="sass:local_instructions",
             )
@@ -259,7 +260,9 @@ def static_local_memory(sk: StaticKernel, findings: Sequence[Finding] = ()) -> D
                 metric="smsp__sass_inst_executed_op_local_ld.sum",
                 direction=Direction.DOWN,
                 target=0,
+                unit="inst",
                 label="executed local loads",
+                basis="none: every per-thread value in registers",
             ),
         ),
         confidence=Confidence(

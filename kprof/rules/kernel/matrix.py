@@ -9,10 +9,12 @@ from dataclasses import dataclass
 
 from kprof import thresholds as th
 from kprof.diagnose.roofline import TENSOR_PIPE_METRICS
-from kprof.facts.kernel import KernelFacts, metric_value, unit_metric
+from kprof.facts.kernel import KernelFacts, ffma_warp_instructions, metric_value, unit_metric
+from kprof.facts.names import FADD_THREAD_RATE, FFMA_THREAD_RATE, INST_EXECUTED, SHARED_WAVEFRONT_PCT
 from kprof.facts.static import StaticKernel
 from kprof.facts.units import UNIT_WORDS
-from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict
+from kprof.knowledge.instructions import arch, sm_of
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Finding, Verdict, _fmt
 from kprof.rules.kernel.common import B, Mechanism, cap, pace_savings, pc, unit_used, with_duration
 from kprof.rules.kernel.resource import RESOURCE_OF_UNIT
 
@@ -202,6 +204,8 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
         unit="%",
         value_now=round(pipe_hit[1], 1) if pipe_hit else metric_value(f.k, "derived:tensor_utilization"),
         label="tensor pipe utilisation",
+        basis=f"a first tensor-core version: about {_fmt(th.TENSOR_FIX_TARGET_FRACTION, 'fraction')} of the tensor "
+        "peak; an mma.sync loop measured 59.9% of the BF16 peak on the H200, cuBLAS 75-90%",
     )
     tiling = register_tiling_advice(f, mw)
     reload = _l1_reload_words(f, mw)
@@ -229,7 +233,14 @@ def no_tensor_cores(f: KernelFacts) -> Mechanism | None:
             "same products many times faster, stay idle." + reload
         ),
         fix=(tiling + " Then " + _TENSOR_WORDS) if tiling else cap(_TENSOR_WORDS),
-        expect=with_duration(f, [tensor_pipe], savings if grounded else 0.0, fix_unit="tensor"),
+        expect=with_duration(
+            f,
+            [tensor_pipe],
+            savings if grounded else 0.0,
+            fix_unit="tensor",
+            why=f"the same FLOPs at {_fmt(th.TENSOR_FIX_TARGET_FRACTION, 'fraction')} of the tensor-core peak save "
+            f"(and the same DRAM bytes at {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of theirs)",
+        ),
         confidence=(th.CONFIDENCE_MEASURED_INFERRED if f.sass.weighted else th.CONFIDENCE_LISTING)
         - (0 if grounded else th.CONFIDENCE_MISSING_PENALTY),
         would_raise=("" if f.sass.weighted else "SourceCounters (executed instruction mix)")
@@ -253,7 +264,9 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
     this is the lever.
     """
     mw = matrix_structure(f)
-    if mw is None or mw.load_bytes_per_fma is None:
+    if mw is None:
+        return shared_operand_reload(f)
+    if mw.load_bytes_per_fma is None:
         return None
     unit, util = max(
         ((u, f.util[u]) for u in ("l1", "l2") if u in f.util), key=lambda x: x[1], default=(None, 0.0)
@@ -301,12 +314,272 @@ def operand_reload(f: KernelFacts) -> Mechanism | None:
         ),
         fix=register_tiling_advice(f, mw)
         + (" This GPU has no tensor cores: register tiling is the lever." if no_tc else ""),
-        expect=with_duration(f, [used], savings),
+        expect=with_duration(f, [used], savings, why="the operand reloads cost"),
         confidence=th.CONFIDENCE_CONSISTENT if f.sass.weighted else th.CONFIDENCE_PARTIAL,
         would_raise="" if f.sass.weighted else "SourceCounters (executed instruction mix)",
         inflates=(unit,),
         waste=max(0.0, 1.0 - balance / ratio),
         blocks_healthy=True,
+    )
+
+
+def wavefronts_per_ffma_balance(f: KernelFacts) -> float:
+    """Shared-memory wavefronts per FFMA warp instruction the L1 serves while the FMA pipe runs at its rate: one
+    wavefront (L1_BYTES_PER_CYCLE_PER_SM) per cycle per SM over the FFMA warp instructions the SM issues per cycle
+    (FMA lanes / 32: 4 on GA10x/Hopper, 2 on A100/V100): 0.25 on the H200."""
+    peak = f.v("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained")
+    sms = f.sm_count
+    lanes = peak / sms if peak and sms else th.FP32_LANES_PER_SM
+    return th.WARP_SIZE / lanes
+
+
+@dataclass(frozen=True, slots=True)
+class SharedReload:
+    """The counters of FFMA work that reloads its operands from shared memory (:func:`shared_reload`)."""
+
+    loads_per_ffma: float
+    wavefronts_per_ffma: float
+    balance: float
+    ffma_share: float
+    shared_part: float
+    """The share of the L1's elapsed-cycle peak that shared-memory wavefronts use (0..1)."""
+
+
+def shared_reload(f: KernelFacts) -> SharedReload | None:
+    """FFMA work whose operands come from shared memory faster than the L1 can serve them, from the counters of a
+    report without SASS (a raw CSV export), or None.
+
+    Physics: the L1 serves one shared wavefront per cycle per SM (:func:`wavefronts_per_ffma_balance`); above that
+    many wavefronts per FFMA warp instruction the shared pipe saturates before the FMA pipe, so a roof reached there
+    is reached by operand reloads, not by the product's work. Without the SASS data flow, the FFMA counts stand for
+    it: FFMA is at least MATRIX_LIKE_FFMA_SHARE of the executed instructions, the tensor pipe carries less than the
+    FP32 pipe, and the L1 is the busiest unit (within UNIT_TIE_MARGIN) at HEALTHY_FRACTION_OF_PEAK (the rule keeps a
+    roof from being called healthy; below the roof the stall reasons decide).
+    """
+    if not f.sass.empty:
+        return None  # the SASS data flow decides (matrix_structure)
+    l1 = f.util.get("l1")
+    if l1 is None or l1 < th.HEALTHY_FRACTION_OF_PEAK or l1 < f.u_max - th.UNIT_TIE_MARGIN:
+        return None
+    ffma, executed = ffma_warp_instructions(f.k), f.v(INST_EXECUTED)
+    if not ffma or not executed or ffma / executed < th.MATRIX_LIKE_FFMA_SHARE:
+        return None
+    if f.util.get("tensor", 0.0) >= f.util.get("fp32", 0.0):
+        return None  # the tensor pipe carries the math: the FFMAs are its epilogue
+    loads = metric_value(f.k, "derived:shared_loads_per_ffma")
+    wavefronts = metric_value(f.k, "derived:shared_load_wavefronts_per_ffma")
+    balance = wavefronts_per_ffma_balance(f)
+    if loads is None or wavefronts is None or wavefronts <= balance * th.COALESCING_TOLERANCE:
+        return None
+    shared = f.v(SHARED_WAVEFRONT_PCT)
+    part = min(l1, shared / 100.0) if shared is not None else l1
+    return SharedReload(
+        loads_per_ffma=loads,
+        wavefronts_per_ffma=wavefronts,
+        balance=balance,
+        ffma_share=ffma / executed,
+        shared_part=part,
+    )
+
+
+def shared_operand_reload(f: KernelFacts) -> Mechanism | None:
+    """:func:`shared_reload` as a mechanism: the L1/shared roof reached by operand reloads (``l1_shared_bandwidth_bound``
+    as a fix, never healthy). The fix is the standard construction, register micro-tiles with float4 shared reads
+    (REGISTER_TILE_SHARED_LOADS_PER_FFMA), which brings the shared traffic under what the L1 serves per FFMA."""
+    sr = shared_reload(f)
+    if sr is None:
+        return None
+    l1 = f.util["l1"]
+    kept = sr.balance / sr.wavefronts_per_ffma
+    after = l1 - sr.shared_part * (1.0 - kept)
+    savings = pace_savings(f, "l1", after)
+    tile = th.REGISTER_TILE_SHARED_LOADS_PER_FFMA
+    fp32 = f.util.get("fp32", 0.0)
+    ev = [
+        Evidence(
+            name="shared-memory loads per FFMA",
+            value=round(sr.loads_per_ffma, 3),
+            unit="LDS/FFMA",
+            reference=f"a register-tiled product (8x8 outputs per thread, float4 shared reads) needs {tile:g}; "
+            f"{sr.wavefronts_per_ffma:.2f} shared wavefronts per FFMA against the {sr.balance:.2g} the L1 serves "
+            "per FFMA at the FMA pipe's rate",
+            reference_value=tile,
+            metric="derived:shared_loads_per_ffma",
+        ),
+        unit_used(
+            f, "l1", "saturated by operand reloads from shared memory, not by the work the product needs", l1
+        ),
+        unit_used(f, "fp32", "the pipe that does the math waits on its shared-memory operands", fp32),
+    ]
+    expect = [
+        Expectation(
+            metric="derived:shared_loads_per_ffma",
+            direction=Direction.DOWN,
+            target=tile,
+            unit="LDS/FFMA",
+            value_now=round(sr.loads_per_ffma, 3),
+            label="shared-memory loads per FFMA",
+        ),
+        Expectation(
+            metric=unit_metric(f, "l1"),
+            direction=Direction.DOWN,
+            value_now=round(100 * l1, 1),
+            unit="%",
+            label=f"{UNIT_WORDS['l1']} used",
+        ),
+    ]
+    return Mechanism(
+        bottleneck=B.L1_SHARED_BANDWIDTH_BOUND,
+        savings=savings,
+        headline=(
+            f"L1/shared-memory bandwidth at {pc(l1)}% of peak, reached by operand reloads: {sr.loads_per_ffma:.3g} "
+            f"shared loads per FFMA where a register-tiled product needs {tile:g}, while the FP32 pipe runs at "
+            f"{pc(fp32)}% of its peak."
+        ),
+        evidence=ev,
+        mechanism=(
+            f"FFMA is {pc(sr.ffma_share)}% of the executed instructions and each one reads its operands from shared "
+            f"memory again ({sr.wavefronts_per_ffma:.2f} shared wavefronts per FFMA): one output per thread leaves "
+            "nothing to reuse in registers. The L1 serves one shared wavefront per cycle per SM while the FMA pipe "
+            f"retires {1 / sr.balance:.0f} FFMA warp instructions, so above {sr.balance:.2g} wavefronts per FFMA the "
+            "shared pipe saturates first: the roof it is at is reached by reloads the product does not need. (The "
+            "report has no SASS; that the FFMAs multiply shared-memory operands is read from their counts.)"
+        ),
+        fix=(
+            "Register-tile the product: each thread computes a TM x TN micro-tile (e.g. 8x8 outputs of a 128x128x8 "
+            "block tile), loads a column of the A tile and a row of the B tile from shared memory into registers as "
+            f"float4 once per k, and reuses them for its TM x TN FFMAs: 4 LDS.128 per 64 FFMA ({tile:g} per FFMA, "
+            f"against {sr.loads_per_ffma:.3g} now). Or call cuBLAS/CUTLASS, with TF32 tensor cores if the precision "
+            "allows."
+        ),
+        expect=with_duration(f, expect, savings),
+        confidence=th.CONFIDENCE_PARTIAL,
+        would_raise="SourceCounters (the SASS data flow that shows the FFMAs multiplying shared-memory operands)",
+        inflates=("l1", "issue"),
+        waste=sr.shared_part / l1 * (1.0 - kept),
+        blocks_healthy=True,
+    )
+
+
+# ------------------------------------------------------------------------------------ TF32, the FP32 roof's lever
+_FMUL_THREAD_RATE = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed"
+_XU_PIPE = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed"
+_LDGSTS = "smsp__inst_executed_op_ldgsts.sum"
+
+
+def fp32_matrix_from_counters(f: KernelFacts) -> bool:
+    """FP32 matrix work read from the counters of a report without SASS: FFMA is MATRIX_FFMA_OF_FP32 of the FP32
+    thread instructions and FP_HEAVY_SHARE of the executed ones, the XU pipe below MATRIX_LIKE_MAX_SFU_SHARE, the
+    operands staged through shared memory (shared loads or LDGSTS), the FP32 FLOP per DRAM byte past the ridge (reuse)
+    and the tensor pipe idle next to the FP32 pipe. A Horner polynomial with coefficients in shared memory would
+    pass too: without SASS the data flow cannot be told, so the words say "if this is a matrix product" unless the
+    kernel's name says it is."""
+    if not f.sass.empty:
+        return False
+    rates = [f.v(n) for n in (FFMA_THREAD_RATE, FADD_THREAD_RATE, _FMUL_THREAD_RATE)]
+    ffma_rate = rates[0]
+    total = sum(r or 0.0 for r in rates)
+    if not ffma_rate or ffma_rate < th.MATRIX_FFMA_OF_FP32 * total:
+        return False
+    ffma, executed = ffma_warp_instructions(f.k), f.v(INST_EXECUTED)
+    if not ffma or not executed or ffma / executed < th.FP_HEAVY_SHARE:
+        return False
+    xu = f.v(_XU_PIPE)
+    if xu is not None and xu / 100.0 > th.MATRIX_LIKE_MAX_SFU_SHARE:
+        return False
+    if not (metric_value(f.k, "derived:shared_loads_per_ffma") or f.v(_LDGSTS)):
+        return False
+    intensity, ridge = metric_value(f.k, "derived:fp32_flop_per_dram_byte"), f.roof.ridge("fp32", "dram")
+    if intensity is None or intensity < (ridge or th.MATRIX_LIKE_MIN_INTENSITY):
+        return False
+    return f.util.get("tensor", 0.0) < f.util.get("fp32", 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Tf32Lever:
+    """FP32 matrix work at the FP32 roof of a GPU whose tensor cores take TF32 (:func:`tf32_lever`)."""
+
+    fp32_rate: float | None
+    """Achieved FP32 FLOP/s."""
+    fp32_peak: float | None
+    tf32_peak: float | None
+    """The report's TF32 tensor path ceiling (FLOP/s), when it names one."""
+    path: str | None
+    from_sass: bool
+
+
+def tf32_lever(f: KernelFacts, matrix_in_sass: bool) -> Tf32Lever | None:
+    """TF32 tensor cores as the lever of FP32 matrix work at the FP32 roof: the GPU's generation takes TF32 inputs
+    (sm_80 and later: :mod:`kprof.knowledge.instructions`), and the work is a matrix product (``matrix_in_sass``:
+    :func:`no_tensor_cores` found it in the SASS data flow; else :func:`fp32_matrix_from_counters`). The precision
+    cost is TF32_ROUNDING_ERROR per input. None otherwise."""
+    gen = arch(sm_of(f.k.compute_capability))
+    if gen is None or "tf32" not in gen.tensor_dtypes or f.tensor_cores is False:
+        return None
+    if not (matrix_in_sass or fp32_matrix_from_counters(f)):
+        return None
+    peaks = f.roof.tensor_path_peaks
+    path = next((p for p in peaks if "tf32" in p and "sparsity_on" not in p), None)
+    return Tf32Lever(
+        fp32_rate=f.roof.flops.get("fp32"),
+        fp32_peak=f.roof.peak_flops.get("fp32"),
+        tf32_peak=peaks.get(path) if path else None,
+        path=path,
+        from_sass=matrix_in_sass,
+    )
+
+
+def tf32_words(lever: Tf32Lever, named_gemm: bool) -> str:
+    """The TF32 sentence: the switch in PyTorch and in cuBLAS, the precision it costs, the roof it moves to."""
+    cond = "" if lever.from_sass or named_gemm else "If this is a matrix product: "
+    roof = ""
+    if lever.tf32_peak and lever.fp32_peak:
+        roof = (
+            f" The TF32 tensor path peaks at {lever.tf32_peak / 1e12:.0f} TFLOP/s on this GPU (the report's "
+            f"{lever.path}) against {lever.fp32_peak / 1e12:.0f} TFLOP/s for FP32 FMA, "
+            f"{lever.tf32_peak / lever.fp32_peak:.0f}x the roof."
+        )
+    return (
+        f"{cond}the lever past the FP32 roof is TF32 on the tensor cores, if the precision allows: "
+        'torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision("high")) from '
+        "PyTorch, cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH) (or CUBLAS_COMPUTE_32F_FAST_TF32 in "
+        "cublasGemmEx/cublasLt) from C++. TF32 rounds each input to 10 mantissa bits (relative error up to "
+        f"{th.TF32_ROUNDING_ERROR:.1e} per operand, FP32 accumulation; FP32 keeps 23 bits)." + roof
+    )
+
+
+def tf32_finding(f: KernelFacts, lever: Tf32Lever, named_gemm: bool) -> Finding:
+    """:func:`tf32_lever` as a secondary finding of a healthy FP32 kernel (advice: it changes the precision)."""
+    ev: list[Evidence] = []
+    pipe_hit = f.k.first_value(*TENSOR_PIPE_METRICS)
+    if pipe_hit is not None:
+        ev.append(
+            Evidence(
+                name="tensor pipe used",
+                value=round(pipe_hit[1], 2),
+                unit="% of peak",
+                reference="idle: the products run on the FP32 FMA pipe",
+                metric=pipe_hit[0],
+            )
+        )
+    if lever.tf32_peak and lever.fp32_rate:
+        ev.append(
+            Evidence(
+                name="achieved FP32 throughput",
+                value=round(lever.fp32_rate / 1e12, 1),
+                unit="TFLOP/s",
+                reference=f"the TF32 tensor path peaks at {lever.tf32_peak / 1e12:.0f} TFLOP/s (from the report)",
+                reference_value=round(lever.tf32_peak / 1e12, 1),
+                metric="derived:fp32_tflops",
+            )
+        )
+    cond = "" if lever.from_sass or named_gemm else " (if this is a matrix product)"
+    return Finding(
+        bottleneck=B.NO_TENSOR_CORES,
+        headline=f"FP32 matrix work on the FMA pipe{cond}: TF32 tensor cores would raise the roof"
+        + (f" {lever.tf32_peak / lever.fp32_peak:.0f}x" if lever.tf32_peak and lever.fp32_peak else "")
+        + f", at a rounding error of up to {th.TF32_ROUNDING_ERROR:.1e} per input.",
+        evidence=tuple(ev),
     )
 
 

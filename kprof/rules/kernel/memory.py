@@ -30,6 +30,7 @@ from kprof.rules.kernel.common import (
     B,
     Mechanism,
     excess_share,
+    excess_words,
     pace_savings,
     pc,
     scale_to_limiter,
@@ -61,8 +62,11 @@ QUOTED = QuotedRule(
 """The excess ncu's UncoalescedGlobalAccess rule quotes, for a details-page CSV without the memory tables."""
 
 
-def _global_ideal(f: KernelFacts, which: str, spr: float | None) -> tuple[float, str]:
-    """Ideal sectors per request of the global ``which`` ("loads"/"stores") and the formula it came from.
+def _global_ideal(f: KernelFacts, which: str, spr: float | None) -> tuple[float, str, int]:
+    """Ideal sectors per request of the global ``which`` ("loads"/"stores"), the formula it came from, and
+    the decimals it is quoted with: one for ncu's counted ideal sectors (kernel counters and per-instruction
+    counters disagree by a few hundredths of a sector: 4.01 against the lines' own 4), two for the width
+    formula, whose text shows the value it gives.
 
     ncu's SourceCounters hold, per executed instruction, the sectors it moved and the sectors it would need with
     coalesced addresses for its real width and active lanes: their ratio over the executed loads (or stores)
@@ -75,16 +79,20 @@ def _global_ideal(f: KernelFacts, which: str, spr: float | None) -> tuple[float,
     key = "load" if which == "loads" else "store"
     actual, ideal = f.flow.sectors.get(key), f.flow.sectors.get(f"{key}_ideal")
     if spr is not None and actual and ideal is not None:
-        return max(1.0, spr * ideal / actual), (
-            f"ncu's ideal sectors of the executed {which} ({int(ideal)} of {int(actual)} sectors moved)"
+        return (
+            max(1.0, spr * ideal / actual),
+            f"ncu's ideal sectors of the executed {which} ({int(ideal)} of {int(actual)} sectors moved)",
+            1,
         )
     kernel_ideal, requests = f.v(L2_THEORETICAL_SECTORS_IDEAL), sum_present(f.k, (GLD_REQUESTS, GST_REQUESTS))
     if f.sass.empty and kernel_ideal and requests:
         # No SASS to give the access width, but ncu's ideal sectors of the executed global instructions (a raw CSV
         # export holds their sum): per request, the ideal at the instructions' own widths and active lanes.
-        return max(1.0, kernel_ideal / requests), (
+        return (
+            max(1.0, kernel_ideal / requests),
             f"ncu's ideal sectors of the executed global loads and stores per request ({int(kernel_ideal)} sectors "
-            f"/ {int(requests)} requests; no SASS for each instruction's width)"
+            f"/ {int(requests)} requests; no SASS for each instruction's width)",
+            1,
         )
     width = f.sass.global_load_bytes_per_thread if which == "loads" else f.sass.global_store_bytes_per_thread
     if which == "loads" and not f.sass.weighted and f.sass.global_load_max_bytes:
@@ -95,7 +103,7 @@ def _global_ideal(f: KernelFacts, which: str, spr: float | None) -> tuple[float,
     lanes = min(float(th.WARP_SIZE), max(1.0, active))
     ideal_spr = max(1.0, w * lanes / th.SECTOR_BYTES)
     src = "executed" if f.sass.weighted else "widest listed" if not f.sass.empty else "assumed (no SASS)"
-    return ideal_spr, f"{w:.3g} B ({src} width) x {lanes:.3g} active lanes / {th.SECTOR_BYTES} B sectors"
+    return ideal_spr, f"{w:.3g} B ({src} width) x {lanes:.3g} active lanes / {th.SECTOR_BYTES} B sectors", 2
 
 
 def dependent_excess_share(f: KernelFacts) -> float | None:
@@ -123,10 +131,21 @@ class _Coalescing:
     waste: float
     ncu_waste: bool
     """True when the waste is ncu's own per-instruction ideal (derived:global_excess_sector_share)."""
+    ideal_decimals: int = 2
+    """How the ideal is quoted (:func:`_global_ideal`)."""
 
     @property
     def op(self) -> str:
         return "load" if self.which == "loads" else "store"
+
+    def whole_words(self, counts: tuple[float | None, ...]) -> str:
+        """What :attr:`waste` is a share of: every global sector (the other direction's too, when it moved any),
+        judged by ncu's per-instruction ideal when that is the measure."""
+        other = counts[2] if self.which == "loads" else counts[0]
+        words = "all global sectors"
+        if other:
+            words += ", stores included" if self.which == "loads" else ", loads included"
+        return words + (", by ncu's per-instruction ideal" if self.ncu_waste else "")
 
 
 def _coalescing(f: KernelFacts, counts: tuple[float | None, ...]) -> _Coalescing | None:
@@ -134,7 +153,7 @@ def _coalescing(f: KernelFacts, counts: tuple[float | None, ...]) -> _Coalescing
     COALESCING_TOLERANCE or the excess of all global sectors is below it."""
     ld_s, ld_r, st_s, st_r = counts
     spr_ld, spr_st = ratio(ld_s, ld_r), ratio(st_s, st_r)
-    (ideal_ld, why_ld), (ideal_st, why_st) = (
+    (ideal_ld, why_ld, dec_ld), (ideal_st, why_st, dec_st) = (
         _global_ideal(f, "loads", spr_ld),
         _global_ideal(f, "stores", spr_st),
     )
@@ -149,8 +168,8 @@ def _coalescing(f: KernelFacts, counts: tuple[float | None, ...]) -> _Coalescing
     if not (worst_ld or worst_st):
         return None
     if worst_ld and (not worst_st or (spr_ld or 0) / ideal_ld >= (spr_st or 0) / ideal_st):
-        return _Coalescing("loads", spr_ld or 0.0, ideal_ld, why_ld, waste, ncu_waste is not None)
-    return _Coalescing("stores", spr_st or 0.0, ideal_st, why_st, waste, ncu_waste is not None)
+        return _Coalescing("loads", spr_ld or 0.0, ideal_ld, why_ld, waste, ncu_waste is not None, dec_ld)
+    return _Coalescing("stores", spr_st or 0.0, ideal_st, why_st, waste, ncu_waste is not None, dec_st)
 
 
 def uncoalesced(f: KernelFacts) -> Mechanism | None:
@@ -191,7 +210,8 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         if data_dependent or (in_l1 and mem_util < f.u_max - th.UNIT_TIE_MARGIN)
         else c.waste * fixable * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
     )
-    spr_r, idl_r, waste_pct = round(c.spr, 2), round(c.ideal, 2), round(100 * c.waste, 1)
+    # the ideal at the precision its source has (ncu's counted ideal: 4 as the lines say, not 4.01)
+    spr_r, idl_r, waste_pct = round(c.spr, 2), round(c.ideal, c.ideal_decimals), round(100 * c.waste, 1)
     per_request = f"derived:global_{c.op}_sectors_per_request"
     ev = [
         Evidence(
@@ -218,18 +238,27 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
         unit="sectors/request",
         value_now=spr_r,
         label=f"global {c.op} sectors per request",
+        basis="the ideal of the executed accesses, as the evidence gives it"
+        if fixable >= 1.0 and not data_dependent
+        else f"the ideal, plus the {pc(1.0 - fixable)}% of the excess that data-dependent loads cause, which no "
+        "re-indexing removes",
     )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
         savings=savings,
         headline=(
-            f"Uncoalesced global {c.which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, "
-            f"so {waste_pct:g}% of the global memory traffic carries no requested data."
+            f"Uncoalesced global {c.which}: {spr_r:g} sectors per request against an ideal {idl_r:g}, so "
+            + excess_words(
+                spr_r, idl_r, f"the {c.op} sectors carry no requested data", c.waste, c.whole_words(counts)
+            )
+            + "."
         ),
         evidence=ev,
         mechanism=_uncoalesced_words(f, c.op),
         fix=_COALESCE_FIX + " and access global memory row by row.",
-        expect=with_duration(f, [sectors], savings),  # data-dependent: savings 0, no duration
+        expect=with_duration(
+            f, [sectors], savings, why="the excess sectors cost"
+        ),  # data-dependent: savings 0
         confidence=th.CONFIDENCE_MEASURED if not f.sass.empty else th.CONFIDENCE_NO_LINES,
         would_raise="SourceCounters (--import-source yes) to point at the exact line"
         if "source" in f.missing
@@ -358,6 +387,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
         unit="wavefronts/request",
         value_now=wpr_r,
         label="L1 wavefronts per LSU request",
+        basis=f"the ideal: {width:.3g} B x {th.WARP_SIZE} lanes / 128 B per wavefront",
     )
     return Mechanism(
         bottleneck=B.UNCOALESCED_GLOBAL_ACCESS,
@@ -375,7 +405,7 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
             "Make consecutive threads (threadIdx.x) access consecutive addresses: swap the index roles (the thread "
             "index should move along the contiguous dimension), or stage the tile through shared memory."
         ),
-        expect=with_duration(f, [wavefronts], savings),
+        expect=with_duration(f, [wavefronts], savings, why="the excess wavefronts cost"),
         confidence=th.CONFIDENCE_ESTIMATED,
         would_raise="the memory tables (--section MemoryWorkloadAnalysis_Tables) for the sectors per request",
         inflates=MEMORY_UNITS,
@@ -440,6 +470,8 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
         unit="sectors",
         value_now=reads,
         label="L2 sectors read by the SMs",
+        basis=f"{th.L2_REREAD_FACTOR:g}x the {int(dram_reads):,} sectors read from DRAM: each byte fetched from L2 "
+        "once or twice, not mostly re-read",
     )
     return Mechanism(
         bottleneck=B.L2_BANDWIDTH_BOUND,
@@ -457,7 +489,7 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
             "Reuse on chip: larger tiles staged in shared memory (each operand loaded once per block and used by "
             "all its threads), keep reused values in registers, or swizzle/cluster the blocks that share data."
         ),
-        expect=with_duration(f, [sectors], savings),
+        expect=with_duration(f, [sectors], savings, why="the re-reads cost"),
         confidence=th.CONFIDENCE_NO_LINES,
         would_raise="",
         inflates=("l2",),

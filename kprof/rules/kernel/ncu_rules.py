@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts
+from kprof.facts.quantities import unit_of
 from kprof.facts.units import UNIT_WORDS
 from kprof.kernel_model import KernelLaunch
 from kprof.model import Bottleneck, Direction, Evidence, Expectation, Finding
@@ -79,7 +80,16 @@ def quoted_mechanism(f: KernelFacts, q: QuotedRule) -> Mechanism | None:
         mechanism=q.mechanism,
         fix=q.fix,
         expect=with_duration(
-            f, [Expectation(metric=q.expect_metric, direction=Direction.DOWN, label=q.expect_label)], savings
+            f,
+            [
+                Expectation(
+                    metric=q.expect_metric,
+                    direction=Direction.DOWN,
+                    unit=unit_of(q.expect_metric),
+                    label=q.expect_label,
+                )
+            ],
+            savings,
         ),
         confidence=th.CONFIDENCE_PARTIAL,
         would_raise="kprof's own sector/wavefront counts: the raw page (--page raw) or the .ncu-rep itself",

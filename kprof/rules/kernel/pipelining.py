@@ -6,7 +6,7 @@ from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts
 from kprof.facts.sass_traits import SyncMmaLoop, synchronous_mma_loop
 from kprof.facts.stalls import LATENCY_STALLS
-from kprof.model import Direction, Evidence, Expectation
+from kprof.model import Direction, Evidence, Expectation, _fmt
 from kprof.rules.kernel.common import B, Mechanism, pc, top_stall_evidence, unit_used, with_duration
 
 _WAIT_STALLS = frozenset(LATENCY_STALLS | {"barrier"})
@@ -56,6 +56,8 @@ def synchronous_mma_loads(f: KernelFacts) -> Mechanism | None:
         unit="%",
         value_now=round(100 * tensor, 1),
         label="tensor-core throughput used",
+        basis=f"the roof: {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of peak, the same MMAs with their loads "
+        "overlapped",
     )
     return Mechanism(
         bottleneck=B.LATENCY_BOUND,
@@ -83,7 +85,7 @@ def synchronous_mma_loads(f: KernelFacts) -> Mechanism | None:
             "shared-memory buffers while the current tile multiplies (cp.async/LDGSTS on sm_80+, TMA on sm_90), "
             "and make each iteration longer (BLOCK_K 64 for 16-bit inputs) so fewer barriers are paid."
         ),
-        expect=with_duration(f, [tensor_up], savings),
+        expect=with_duration(f, [tensor_up], savings, why="the unoverlapped loads cost"),
         confidence=th.CONFIDENCE_CONSISTENT,
         would_raise="",
         inflates=("l1",),

@@ -48,6 +48,7 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
             unit="inst",
             value_now=float(int(p.widen)),
             label="FP32 -> FP64 conversions executed",
+            basis="none: FP32 data computed in FP32 is never widened",
         )
     ]
     lanes = (
@@ -84,7 +85,7 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
             "PyTorch, compute in the tensors' float32 dtype. Keep FP64 only where it is deliberate (a long running sum's "
             "accumulator)."
         ),
-        expect=with_duration(f, expect, savings, FIX_UNIT),
+        expect=with_duration(f, expect, savings, FIX_UNIT, why="the FP64 work costs over its FP32 form"),
         confidence=th.CONFIDENCE_CONSISTENT,
         would_raise="",
         inflates=("issue", "fp64", "xu"),

@@ -17,18 +17,19 @@ from kprof.facts.kernel import UNDER_NCU, KernelFacts, fp32_issue_note, unit_met
 from kprof.facts.names import DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, SECTION_OF
 from kprof.facts.stalls import STALL_WORDS, UNIT_THROTTLES
 from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS, USEFUL_UNITS
-from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict
+from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict, _fmt
 from kprof.rules.kernel.common import (
     B,
     Mechanism,
     after_change,
     cap,
     findings_of,
+    fmt_ns,
     missing_command,
     pc,
     subject,
+    time_expectation,
     top_stall_evidence,
-    with_duration,
 )
 from kprof.rules.kernel.latency import Busiest, busiest_any, dependent_words, latency_words
 from kprof.rules.kernel.ncu_rules import ncu_rule_hints
@@ -216,16 +217,34 @@ def _latency_text(f: KernelFacts, c: _Case) -> tuple[str, str, str]:
 
 
 def _toward_roof(f: KernelFacts, unit: str, util: float, words: str, metric: str) -> list[Expectation]:
-    """``unit`` up to the roof (HEALTHY_FRACTION_OF_PEAK), and the duration in proportion."""
+    """``unit`` up to the roof (HEALTHY_FRACTION_OF_PEAK), and the duration in proportion: the same work (bytes,
+    instructions) in less time. When a floor stops the duration first (the kept instructions at the SMs' peak issue
+    rate, the compulsory bytes), the unit rises only as far as that duration allows: ``util x d / target``."""
+    roof = th.HEALTHY_FRACTION_OF_PEAK
+    t = time_expectation(
+        f,
+        max(0.0, 1.0 - util / roof),
+        why=f"the same work at {_fmt(roof, 'fraction')} of peak saves",
+        issue_kept=1.0,  # the same instructions, overlapped better
+    )
+    d = f.v(DURATION)
+    reach = roof
+    basis = f"the roof: {_fmt(roof, 'fraction')} of peak, the same work"
+    if t is not None and t.target and d and util * d / float(t.target) < roof - 1e-3:
+        reach = util * d / float(t.target)
+        basis = (
+            f"the same work in the {fmt_ns(float(t.target))} that {t.basis.removeprefix('the floor: ')} allow"
+        )
     used = Expectation(
         metric=metric,
         direction=Direction.UP,
-        target=round(100 * th.HEALTHY_FRACTION_OF_PEAK, 1),
+        target=round(100 * reach, 1),
         unit="%",
         value_now=round(100 * util, 1),
         label=f"{words} used",
+        basis=basis,
     )
-    return with_duration(f, [used], max(0.0, 1.0 - util / th.HEALTHY_FRACTION_OF_PEAK))
+    return [used, t] if t is not None else [used]
 
 
 def _latency_expect(f: KernelFacts, c: _Case) -> list[Expectation]:
@@ -313,6 +332,9 @@ def _resource_expect(f: KernelFacts, c: _Case) -> list[Expectation]:
             unit="%" if as_pct else "ns",
             value_now=round(100 * c.util, 1) if as_pct else f.v(DURATION),
             label=f"{unit_words(f, c.unit)} used" if as_pct else f"kernel duration ({UNDER_NCU})",
+            basis=f"the roof: {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of peak, the same work"
+            if rises
+            else "",
         )
     ]
 
@@ -358,7 +380,7 @@ def resource_diagnosis(
                 would_raise="the missing sections: "
                 + ", ".join(SECTION_OF[n] for n in sorted(needs & f.missing)),
             ),
-            next_step=f"Collect the missing sections: `{missing_cmd}`",
+            next_step=f"Collect the missing sections: {missing_cmd}",
             findings=findings + ncu_rule_hints(f.k),
         )
     conf = th.CONFIDENCE_RESOURCE if f.top_stall else th.CONFIDENCE_RESOURCE_NO_STALLS
@@ -377,7 +399,7 @@ def resource_diagnosis(
             if missing_cmd
             else "SourceCounters on the hottest lines (--import-source yes)",
         ),
-        next_step=(f"`{missing_cmd}`" if missing_cmd else after_change(f)),
+        next_step=(missing_cmd or after_change(f)),
         findings=findings,
     )
 

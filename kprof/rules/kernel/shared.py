@@ -20,7 +20,15 @@ from kprof.facts.names import (
 )
 from kprof.facts.stalls import SHARED_STALLS
 from kprof.model import Direction, Evidence, Expectation
-from kprof.rules.kernel.common import B, Mechanism, excess_share, scale_to_limiter, unit_used, with_duration
+from kprof.rules.kernel.common import (
+    B,
+    Mechanism,
+    excess_share,
+    excess_words,
+    scale_to_limiter,
+    unit_used,
+    with_duration,
+)
 from kprof.rules.kernel.ncu_rules import QuotedRule, quoted_mechanism
 
 _PAD_WORDS = (
@@ -144,7 +152,9 @@ def bank_conflicts(f: KernelFacts) -> Mechanism | None:
     shared_share = min(1.0, actual / total_wf) if total_wf else 1.0
     savings = waste * shared_share * scale_to_limiter(f, f.util.get("l1"), SHARED_STALLS)
     which = max(bad, key=lambda kind: bad[kind])  # the kind furthest from its ideal (loads first on a tie)
-    return _mechanism(f, which, kinds[which], waste, shared_share, savings)
+    others = [kind for kind, (wpr, _, _, _) in kinds.items() if kind != which and wpr]
+    whole = "all shared-memory wavefronts" + (f", {' and '.join(others)} included" if others else "")
+    return _mechanism(f, which, kinds[which], waste, shared_share, savings, whole)
 
 
 def _mechanism(
@@ -154,11 +164,13 @@ def _mechanism(
     waste: float,
     shared_share: float,
     savings: float,
+    whole: str,
 ) -> Mechanism:
-    """The finding for the kind of shared access (``which``) furthest from its ideal."""
+    """The finding for the kind of shared access (``which``) furthest from its ideal; ``whole`` names what
+    ``waste`` is a share of."""
     op = {"loads": "load", "stores": "store", "atomics": "atomic"}[which]
     wpr, idl, width, conflicts_metric = kind
-    wpr_r, waste_pct = round(wpr or 0.0, 2), round(100 * waste, 1)
+    wpr_r = round(wpr or 0.0, 2)
     conflicts = f.v(conflicts_metric)
     per_request = f"derived:shared_{op}_wavefronts_per_request"
     ev = [
@@ -194,19 +206,22 @@ def _mechanism(
         unit="wavefronts/request",
         value_now=wpr_r,
         label=f"shared-memory wavefronts per {op}",
+        basis=f"the conflict-free ideal: {width or th.ASSUMED_ACCESS_BYTES:.3g} B x {th.WARP_SIZE} lanes / "
+        f"({th.SHARED_BANKS} banks x {th.SHARED_BANK_BYTES} B per wavefront)",
     )
     mechanism, fix = _WORDS["atomics" if which == "atomics" else "access"]
     return Mechanism(
         bottleneck=B.SHARED_BANK_CONFLICTS,
         savings=savings,
         headline=(
-            f"Shared-memory bank conflicts: {wpr_r:g} wavefronts per shared {op} against an ideal {idl:g}; "
-            f"{waste_pct:g}% of the shared-memory wavefronts are replays."
+            f"Shared-memory bank conflicts: {wpr_r:g} wavefronts per shared {op} against an ideal {idl:g}, so "
+            + excess_words(wpr_r, idl, f"the {op} wavefronts are replays", waste, whole)
+            + "."
         ),
         evidence=ev,
         mechanism=mechanism,
         fix=fix,
-        expect=with_duration(f, [wavefronts], savings),
+        expect=with_duration(f, [wavefronts], savings, why="the replayed wavefronts cost"),
         confidence=th.CONFIDENCE_MEASURED,
         would_raise="SourceCounters (--import-source yes) to name the conflicting line"
         if "source" in f.missing

@@ -7,7 +7,7 @@ import re
 from kprof import thresholds as th
 from kprof.facts.kernel import KernelFacts, metric_value
 from kprof.facts.units import MEMORY_UNITS
-from kprof.model import Direction, Evidence, Expectation
+from kprof.model import Direction, Evidence, Expectation, _fmt
 from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
 
 
@@ -66,6 +66,7 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
         unit="%",
         value_now=metric_value(f.k, "derived:tensor_utilization"),
         label=f"tensor {'operations' if ops == 'TOPS' else 'FLOP/s'} as % of the fastest path's peak",
+        basis=f"the roof: {_fmt(th.HEALTHY_FRACTION_OF_PEAK, 'fraction')} of the fastest path's peak",
     )
     return Mechanism(
         bottleneck=B.TENSOR_CORE_BOUND,
@@ -86,7 +87,9 @@ def slow_tensor_path(f: KernelFacts) -> Mechanism | None:
             "Use the fastest MMA the GPU has for this data type: on sm_90, warpgroup MMA (wgmma / HGMMA) with TMA "
             "loads, through CUTLASS 3.x, cuBLAS(Lt), or Triton's Hopper matmul, instead of mma.sync/WMMA."
         ),
-        expect=with_duration(f, [tensor], savings, fix_unit="tensor"),
+        expect=with_duration(
+            f, [tensor], savings, fix_unit="tensor", why="the same MMAs on the fastest path at its roof save"
+        ),
         confidence=th.CONFIDENCE_CONSISTENT,
         would_raise="",
         inflates=("tensor",),

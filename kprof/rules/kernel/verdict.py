@@ -31,7 +31,7 @@ from kprof.rules.kernel.common import (
     subject,
     time_expectation,
 )
-from kprof.rules.kernel.healthy import healthy, traffic_is_required
+from kprof.rules.kernel.healthy import dram_stream_at_roof, healthy, traffic_is_required
 from kprof.rules.kernel.resource import resource_diagnosis
 
 
@@ -95,9 +95,14 @@ def _healthy_verdict(f: KernelFacts, found: list[Mechanism], useful: dict[str, f
     if not at_roof or wrong_roof or not f.fills_gpu():
         return None
     unit = at_roof[0]
+    unconfirmed = False
     if unit in MEMORY_UNITS and "memory" in f.missing and not traffic_is_required(f, unit):
-        return None
-    return healthy(f, unit, [m for m in found if m.bottleneck is B.NO_TENSOR_CORES])
+        if not dram_stream_at_roof(f, unit):
+            return None
+        unconfirmed = (
+            True  # a DRAM stream at its roof: healthy, with the memory tables named as the confirmation
+        )
+    return healthy(f, unit, [m for m in found if m.bottleneck is B.NO_TENSOR_CORES], unconfirmed=unconfirmed)
 
 
 def _bound_savings(f: KernelFacts, m: Mechanism, gap: float | None) -> None:
@@ -108,8 +113,14 @@ def _bound_savings(f: KernelFacts, m: Mechanism, gap: float | None) -> None:
     if d and floor is not None:
         s = min(s, max(0.0, 1.0 - floor / d))
     if s != m.savings:
+        gap_bound = gap is not None and s == gap < m.savings
         m.savings = s
-        t = time_expectation(f, s, m.fix_unit)
+        why = (
+            "the gap to the roof leaves, the busiest unit's useful work kept"
+            if gap_bound
+            else "the waste costs"
+        )
+        t = time_expectation(f, s, m.fix_unit, why)
         kept = [e for e in m.expect if e.metric != DURATION]
         m.expect = kept + ([t] if t is not None and len(kept) < len(m.expect) else [])
 
@@ -136,7 +147,7 @@ def _mechanism_diagnosis(f: KernelFacts, mechs: list[Mechanism], gap: float) -> 
         confidence=Confidence(
             value=top.confidence, would_raise=top.would_raise or "a before/after pair (kprof compare)"
         ),
-        next_step=after_change(f) + (f" For line-level detail: `{missing}`" if missing else ""),
+        next_step=after_change(f) + (f" For line-level detail: {missing}" if missing else ""),
         findings=findings_of(mechs[1:], gap),
     )
 
@@ -153,7 +164,9 @@ def _partial_report(f: KernelFacts, found: list[Mechanism]) -> Diagnosis:
     ]
     if not usable:
         return _inconclusive_no_sol(f)
-    usable.sort(key=lambda m: -m.savings)
+    # A mechanism whose own counters the report holds (bank conflicts in the shared wavefronts, sectors per request,
+    # divergent branches) says what the code does; the grid-size ones only what the launch is: they follow.
+    usable.sort(key=lambda m: (m.bottleneck in (B.SMALL_GRID, B.TAIL_EFFECT), -m.savings))
     for m in usable:
         _bound_savings(f, m, None)
     top = usable[0]
