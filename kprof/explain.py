@@ -336,11 +336,14 @@ _ENTRIES: dict[str, _Entry] = {
         "L2 bandwidth is the saturated unit.",
         "L2 throughput is the highest SpeedOfLight unit at or above HEALTHY_FRACTION_OF_PEAK of its peak, and the "
         "L2 is not merely passing a DRAM stream through. Below the roof, with warps waiting on its results, the "
-        "limit is the requests in flight (latency_bound).",
+        "limit is the requests in flight (latency_bound). A healthy L2 quotes its byte counter against the L2 peak "
+        "only when their ratio is the L2's throughput percentage (BANDWIDTH_SHARE_AGREEMENT), otherwise under the "
+        "name of what the counter counts, without the peak.",
         "Reuse data closer to the SMs (shared memory tiles, registers), or improve locality so that each "
         "block's working set stays in L1.",
-        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION"),
+        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION", "BANDWIDTH_SHARE_AGREEMENT"),
         _RESOURCE,
+        (_RULES + "healthy.py",),
     ),
     "l1_shared_bandwidth_bound": _Entry(
         "kernel (resource)",
@@ -353,7 +356,11 @@ _ENTRIES: dict[str, _Entry] = {
         "past it, with FFMA at least MATRIX_LIKE_FFMA_SHARE of the instructions), measured against the "
         "register-tiled construction's REGISTER_TILE_SHARED_LOADS_PER_FFMA; or a reduction (DRAM writes at most "
         "REDUCTION_MAX_OUTPUT_SHARE of its reads) whose shared-memory tree issues more shared instructions per "
-        "global load than a warp-shuffle reduction's REDUCTION_SHARED_PER_LOAD.",
+        "global load than a warp-shuffle reduction's REDUCTION_SHARED_PER_LOAD. Neither fix keeps today's "
+        "instructions: the register tile keeps the FFMAs and its own shared loads (their issue time bounds the "
+        "expected duration); the shuffle reduction rewrites the kernel, and the floor that binds is its input at "
+        "the healthy DRAM roof. A healthy L1 quotes its byte counter (global and local loads only on the H200) "
+        "against the L1 peak only when their ratio is the L1's throughput percentage (BANDWIDTH_SHARE_AGREEMENT).",
         "Load fewer bytes from shared memory per useful operation: register micro-tiles (8x8 outputs per thread, "
         "float4 shared reads) for a matrix product; many elements per thread and warp shuffles for a reduction; "
         "fewer bank conflicts.",
@@ -365,9 +372,10 @@ _ENTRIES: dict[str, _Entry] = {
             "REGISTER_TILE_SHARED_LOADS_PER_FFMA",
             "REDUCTION_MAX_OUTPUT_SHARE",
             "REDUCTION_SHARED_PER_LOAD",
+            "BANDWIDTH_SHARE_AGREEMENT",
         ),
         _RESOURCE,
-        (_RULES + "matrix.py", _RULES + "reduction.py"),
+        (_RULES + "matrix.py", _RULES + "reduction.py", _RULES + "healthy.py"),
     ),
     "compute_bound": _Entry(
         "kernel (resource)",

@@ -58,6 +58,30 @@ _BYTE_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 # SpeedOfLight utilisation (percent of peak) of each memory level, preferred first.
+BYTE_COUNTER_WORDS: dict[str, tuple[str, str]] = {
+    "dram__bytes": ("DRAM bandwidth", "bytes read from and written to DRAM"),
+    "lts__t_bytes": ("L2 bandwidth", "bytes through the L2 slices' tag stage"),
+    "derived__lts__lts2xbar_bytes": (
+        "L2-to-SM bandwidth",
+        "bytes the L2 returned to the SMs through the crossbar (ncu's roofline counter)",
+    ),
+    "l1tex__m_xbar2l1tex_read_bytes": (
+        "L2-to-L1 bandwidth",
+        "bytes the L1s read from L2 through the crossbar",
+    ),
+    "l1tex__t_bytes": ("L1 bandwidth", "bytes through the L1's tag stage"),
+    "derived__l1tex__lsu_writeback_bytes_mem_lgds": (
+        "L1 global/local load bandwidth",
+        "bytes the L1 returned to the registers for global and local loads (ncu's roofline counter; shared-memory "
+        "accesses are not in it)",
+    ),
+    "derived__l1tex__lsu_writeback_bytes_mem_lg": (
+        "L1 global/local load bandwidth",
+        "bytes the L1 returned to the registers for global and local loads (shared-memory accesses are not in it)",
+    ),
+}
+"""What each byte counter of :data:`_BYTE_COUNTERS` counts: (the rate's name, the bytes in words)."""
+
 SOL_LEVEL_METRICS: dict[str, tuple[str, ...]] = {
     "dram": (
         "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",

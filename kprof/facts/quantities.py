@@ -61,7 +61,7 @@ QUANTITIES: tuple[tuple[str, str, frozenset[str]], ...] = (
     (r"^launch__waves_per_multiprocessor$", "waves per SM", frozenset({"waves"})),
     (r"^derived:tail_wave_efficiency$", "waves over whole waves", COUNT),
     (
-        r"^smsp__thread_inst_executed_per_inst_executed\.ratio$",
+        r"^smsp__thread_inst_executed_per_inst_executed\.ratio$|^derived:threads_per_inst_executed$",
         "active threads per warp instruction",
         frozenset({"threads"}),
     ),
@@ -79,7 +79,17 @@ QUANTITIES: tuple[tuple[str, str, frozenset[str]], ...] = (
     ),
     (r"^derived:(local_memory_sectors)$|^lts__t_sectors\w*\.sum$", "sectors", frozenset({"sectors"})),
     (r"^derived:\w*atomic_requests$", "requests", frozenset({"requests"})),
-    (r"^derived:dram_bytes$", "DRAM bytes", BYTES),
+    (
+        r"^derived:shared_instructions_per_global_load$",
+        "shared-memory instructions per global load instruction",
+        frozenset({"inst/load"}),
+    ),
+    (r"^derived:shared_loads_per_ffma$", "shared-memory load instructions per FFMA", frozenset({"LDS/FFMA"})),
+    (
+        r"^derived:(dram_bytes|repeated_pass_bytes|single_pass_dram_read_bytes)$|^dram__bytes(_read|_write)?\.sum$",
+        "DRAM bytes",
+        BYTES,
+    ),
     (r"^dram__bytes(_read|_write)?\.sum\.per_second$", "DRAM bandwidth", frozenset({"GB/s"})),
     (
         r"^(derived__)?(lts|l1tex)__\w*bytes\w*\.sum\.per_second$",

@@ -4,9 +4,9 @@ Files: the shipped samples (data/samples/ncu), the blind validation gallery (dat
 there) and the third-party corpus (../shared/corpus, when it is there). Each file is skipped with a reason
 when absent. For every diagnosis (its primary part and every finding):
 
-1. a predicted duration is never below the physical floor of the work (computed here from the raw metrics,
-   independently of kprof's own floor: the bytes that must cross DRAM over the DRAM peak, and the FLOPs over
-   the fastest peak the report names);
+1. a predicted duration is never below the physical floor of the work (tests/diagnose/floors.py, computed from the
+   raw metrics, the floor test_numbers_agree holds targets to as well: the bytes that must cross DRAM over the
+   DRAM peak, less a repeated pass's avoidable reads, and the FLOPs over the fastest peak the report names);
 2. every metric named in evidence and expectations exists in the file, or is a documented derived quantity
    (``kprof.diagnose.kernel.DERIVED``), a per-PC source counter of the file (``sass:<counter>``) or one of the
    file's ncu rules; a missing metric may be named only with a missing (None) value;
@@ -28,11 +28,12 @@ import pytest
 
 from kprof import thresholds as th
 from kprof.diagnose.kernel import DERIVED, DURATION, metric_value
-from kprof.diagnose.roofline import roofline, sm_active_fraction
+from kprof.diagnose.roofline import sm_active_fraction
 from kprof.kernel_model import KernelLaunch, KernelProfile
 from kprof.model import Diagnosis, Evidence, Verdict
 from tests.conftest import CORPUS, REPO
 from tests.diagnose.every_file import diagnosed
+from tests.diagnose.floors import physical_floor_ns
 
 NCU_SUFFIXES = (".ncu-rep", ".ncu-rep.gz", ".csv", ".csv.gz")
 VALIDATION = REPO / "data" / "validation"
@@ -198,29 +199,11 @@ def test_one_quantity_has_one_value(path: Path | None, reason: str) -> None:
 
 
 # ----------------------------------------------------------------------------- floors
-def _independent_floor_ns(k: KernelLaunch) -> float | None:
-    """The most permissive floor: requested-or-moved DRAM bytes at the DRAM peak, all FLOPs at the fastest peak.
-
-    The one quantity taken from kprof's analysis: the DRAM reads of a second loop over addresses an earlier loop of
-    the same block read (``derived:single_pass_dram_read_bytes``, from the SASS): the instructions asked for those
-    bytes, but a kernel that reads its data once does not move them (blind7 cuda_rmsnorm_2pass: its one-pass twin
-    runs at 260 us under ncu, below the floor of every byte it requests)."""
-    r = roofline(k)
-    d = k.value(DURATION)
-    floors = []
-    moved = metric_value(k, "derived:dram_bytes")
-    ideal = k.value("memory_l2_theoretical_sectors_global_ideal")
-    if moved is not None and ideal is not None:
-        moved = min(moved, 32.0 * ideal)
-    read, once = k.value("dram__bytes_read.sum"), metric_value(k, "derived:single_pass_dram_read_bytes")
-    if moved is not None and read is not None and once is not None:
-        moved -= read - once
-    if moved is not None and r.peak_bytes_per_s.get("dram"):
-        floors.append(moved / r.peak_bytes_per_s["dram"] * 1e9)
-    if d and r.flops and r.peak_flops:
-        fastest = max(r.peak_flops.values())
-        floors.append(sum(r.flops.values()) * d * 1e-9 / fastest * 1e9)
-    return max(floors) if floors else None
+def _independent_floor_ns(k: KernelLaunch) -> float:
+    """The one physical floor both invariant modules use (tests/diagnose/floors.py): compulsory DRAM bytes at the
+    DRAM peak (the repeated pass's avoidable reads left out, as kprof's own floor leaves them out), all FLOPs at the
+    fastest peak, the shortest kernel measured."""
+    return physical_floor_ns(k)
 
 
 @pytest.mark.parametrize(("path", "reason"), [(p, r) for _, p, r in FILES], ids=[i for i, _, _ in FILES])
@@ -234,10 +217,7 @@ def test_predicted_duration_is_never_below_the_floor(path: Path | None, reason: 
                 f"{k.name}: a duration 'down' to {x.target} from {now}"
             )
             floor = _independent_floor_ns(k)
-            if floor is not None:
-                assert x.target >= floor * 0.999, (
-                    f"{k.name}: target {x.target} ns below the floor {floor:.0f} ns"
-                )
+            assert x.target >= floor * 0.999, f"{k.name}: target {x.target} ns below the floor {floor:.0f} ns"
 
 
 # Fixes that change the matrix instruction (or move FP32 work onto the tensor cores): their targets may pass the

@@ -8,20 +8,22 @@ makes at once:
    43.4 s (88.4%)", "idle 45.8% of the steady state (10.2 ms busy of 18.9 ms)", "32 sectors per request against
    an ideal 4, so 87.5% ...", "2,081 GB/s, 43.3% of the 4,810 GB/s peak"; a share of a named base ("20.8 ms, 89.2%
    of the idle time") is that value over that base; a "% of it" after "idle N% of the steady state" is a share of
-   the idle time, after "busy N% of ..." a share of the busy time.
+   the idle time, after "busy N% of ..." a share of the busy time; a memory unit's byte rate quoted against its
+   peak is the unit's throughput percentage quoted beside it (DRAM, L2 and L1 alike).
 2. **Units come from one table.** Every evidence's and expectation's unit is the unit
    :data:`kprof.facts.quantities.QUANTITIES` gives the metric it names.
 3. **Targets are reachable and move.** An expectation's target differs from the value now (and from the value
    the evidence quotes for the same metric), lies on the side its direction says, never past the physical floor
    (a kernel: the shortest kernel a GPU runs, the compulsory bytes at the DRAM peak, the FLOPs at the fastest
-   peak, the warp instructions the fix keeps at the SMs' peak issue rate, the ideal the evidence names; a
-   timeline: the GPU work the fix keeps), a percentage within 0..100; a memory unit's throughput moves with the
+   peak, the warp instructions the fix keeps at the SMs' peak issue rate (which it keeps is the mechanism's: a fix
+   that removes instructions predicts the warp instructions down, to the count it keeps or, when it rewrites
+   them, with none), the ideal the evidence names; a timeline: the GPU work the fix keeps), a percentage within 0..100; a memory unit's throughput moves with the
    duration when its traffic stays (the same bytes in less time are a higher share of the peak, by the same
    factor); and the expectation says where its target comes from (``Expectation.basis``).
 4. **No fix its own mechanism rules out.** A CUDA graph is never prescribed for a loop that blocks on the GPU in
    every iteration, copies through pageable memory, or whose idle time is the host blocked in syncs or copies
    (none of them can be captured), unless the fix first takes them out; wider (128-bit) loads never for a kernel
-   whose DRAM is already at its roof.
+   whose DRAM is already at its roof (read in the prescription, not in the source line it quotes).
 
 Numbers are read as kprof prints them (:func:`kprof.model._fmt`: 3 significant digits, thousands separators,
 ``ns``/``µs``/``ms``/``s``, ``B``..``TB``); a printed number stands for the interval its last digit rounds, and two
@@ -42,6 +44,7 @@ from pathlib import Path
 import pytest
 
 from kprof import thresholds as th
+from kprof.diagnose.kernel import metric_value
 from kprof.facts.quantities import STALL_PER_ISSUE, units_for
 from kprof.kernel_model import KernelLaunch, KernelProfile, Metric
 from kprof.model import (
@@ -57,6 +60,7 @@ from kprof.model import (
     _fmt,
 )
 from tests.diagnose.every_file import PROFILES, diagnosed_or_skip
+from tests.diagnose.floors import physical_floor_ns
 
 # ============================================================================ reading kprof's numbers
 NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
@@ -208,12 +212,34 @@ def _times_quoted(d: Diagnosis) -> list[Num]:
     return [q for q in out if q.dim == "time"]
 
 
-_RATE_OF_PEAK = {"dram__bytes": "gpu__dram_throughput."}
-"""A rate quoted against its peak (evidence in GB/s whose reference value is the peak) and the unit's throughput in %
-of peak quoted beside it: the two are one quantity."""
+def _level_of_rate(metric: str) -> str | None:
+    """The memory level (dram, l2, l1) whose bytes a ``<counter>.sum.per_second`` (or ``<counter>.sum / duration``)
+    metric counts, from the byte counters the roofline reads (kprof.diagnose.roofline._BYTE_COUNTERS: which counter
+    is which level is a definition, not a judgement; ``l1tex__m_xbar2l1tex_read_bytes`` is L2 traffic)."""
+    from kprof.diagnose.roofline import _BYTE_COUNTERS
+
+    if metric.startswith("dram__bytes"):  # read, write or both: DRAM's
+        return "dram"
+    for level, counters in _BYTE_COUNTERS.items():
+        if any(metric.startswith(f"{c}.sum") for c, _ in counters):
+            return level
+    return None
+
+
+def _is_throughput_of(metric: str, level: str) -> bool:
+    """``metric`` is the level's throughput in % of its peak (SpeedOfLight, or kprof's derived utilisation)."""
+    from kprof.diagnose.roofline import SOL_LEVEL_ACTIVE_METRICS, SOL_LEVEL_METRICS
+
+    names = (*SOL_LEVEL_METRICS.get(level, ()), *SOL_LEVEL_ACTIVE_METRICS.get(level, ()))
+    return metric in names or metric == f"derived:{level}_utilization"
 
 
 def _rate_problems(d: Diagnosis) -> list[str]:
+    """A rate quoted against its peak (evidence in GB/s whose reference value is the peak) and the same memory unit's
+    throughput in % of peak quoted beside it are one quantity: the rate over the peak is the percentage, to 1 point
+    (both printed to 0.1, from counters of different replay passes). A byte counter that counts part of the unit's
+    work (the L1's global and local loads, not its shared-memory wavefronts) quoted against the whole peak does not
+    say how busy the unit is, and a reader who divides the two numbers is told a second, wrong utilisation."""
     out = []
     evidence = list(_parts(d))
     for e in evidence:
@@ -221,12 +247,12 @@ def _rate_problems(d: Diagnosis) -> list[str]:
             isinstance(e.value, int | float) and e.reference_value and e.metric and "peak" in e.reference
         ):
             continue
-        prefix = next((v for k, v in _RATE_OF_PEAK.items() if e.metric.startswith(k)), None)
-        if prefix is None:
+        level = _level_of_rate(e.metric)
+        if level is None:
             continue
         implied = 100 * float(e.value) / float(e.reference_value)
         for p in evidence:
-            matches = p.metric and p.metric.startswith(prefix) and isinstance(p.value, int | float)
+            matches = p.metric and _is_throughput_of(p.metric, level) and isinstance(p.value, int | float)
             if matches and abs(float(p.value) - implied) > 1.0:  # type: ignore[arg-type]
                 out.append(
                     f"{e.name} {_fmt(e.value, e.unit)} of a {_fmt(e.reference_value, e.unit)} peak is "
@@ -388,6 +414,7 @@ def target_problems(
         if not x.basis.strip():
             out.append(f"{name}: target {x.target} {x.unit} with no stated basis")
     out += _same_work_problems(d)
+    out += instruction_problems(d, k)
     if k is not None:
         floor = kernel_floor(k)
         issue = issue_floor(k, d)
@@ -436,52 +463,97 @@ _KEEPS_INSTRUCTIONS = {
     "tail_effect",
     "shared_bank_conflicts",
 }
-"""Bottlenecks whose fix keeps the warp instructions (it overlaps them better, spreads them over more SMs or
-warps, or removes replayed wavefronts, which are not issued instructions). A divergence fix keeps the thread
-instructions: the warp instructions fall to threads / 32."""
+"""Bottlenecks whose fix keeps the warp instructions unless the diagnosis says otherwise (it overlaps them better,
+spreads them over more SMs or warps, or removes replayed wavefronts, which are not issued instructions). A divergence
+fix keeps the thread instructions: the warp instructions fall to threads / 32."""
+INST = "smsp__inst_executed.sum"
+_INSTRUCTION_UNIT = re.compile(r"^(?:inst|LDS|LDG|STS|SHFL)\b")
+"""Units of an instruction count or an instructions-per-something ratio (``inst``, ``inst/load``, ``LDS/FFMA``)."""
+
+
+def kept_instructions(d: Diagnosis, inst: float | None = None) -> float | None:
+    """The share of today's warp instructions the fix keeps, decided from the mechanism as the diagnosis states it.
+
+    A fix that removes instructions says so by predicting the warp instructions (``smsp__inst_executed.sum``) down:
+    with a target, it keeps that many (the target over ``inst``, today's count); with none, it rewrites the
+    instruction stream (the shared-memory tree of a reduction replaced by registers and shuffles) and keeps no count
+    that bounds its duration (None: the DRAM and FLOP floors still do). A fix that does not say so keeps what its
+    class keeps: every instruction for the bottlenecks of ``_KEEPS_INSTRUCTIONS``, the thread instructions (threads
+    / 32 of the warp instructions) for a divergence fix; None for the others, which change the instructions."""
+    if d.bottleneck is None:
+        return None
+    stated = next((x for x in d.expect if x.metric == INST and x.direction is Direction.DOWN), None)
+    if stated is not None:
+        return float(stated.target) / inst if stated.target is not None and inst else None
+    return 1.0 if d.bottleneck.value in _KEEPS_INSTRUCTIONS else None
 
 
 def issue_floor(k: KernelLaunch, d: Diagnosis) -> float | None:
-    """The instructions a fix keeps, at the SMs' peak issue rate (one warp instruction per scheduler per cycle), in
-    ns, computed from the raw counters: ``inst x kept / (SMs x 4 x clock)``; None when the fix changes them."""
-    if d.bottleneck is None:
-        return None
+    """The instructions a fix keeps (:func:`kept_instructions`), at the SMs' peak issue rate (one warp instruction
+    per scheduler per cycle), in ns, computed from the raw counters: ``inst x kept / (SMs x 4 x clock)``; None when
+    the fix changes them."""
     inst = k.value("smsp__inst_executed.sum")
     sms = k.device_attributes.get("multiprocessor_count")
     clock = k.value("smsp__cycles_elapsed.avg.per_second")
-    if not inst or not isinstance(sms, int | float) or not sms or not clock:
+    if not inst or not isinstance(sms, int | float) or not sms or not clock or d.bottleneck is None:
         return None
-    kept = 1.0 if d.bottleneck.value in _KEEPS_INSTRUCTIONS else None
+    kept = kept_instructions(d, inst)
     threads = k.value("smsp__thread_inst_executed_per_inst_executed.ratio")
     if d.bottleneck.value == "warp_divergence" and threads:
         kept = threads / th.WARP_SIZE
     return inst * kept / (sms * 4 * clock) * 1e9 if kept is not None else None
 
 
-def kernel_floor(k: KernelLaunch) -> float:
-    """The most permissive floor of a kernel's duration, computed here from the raw metrics (not kprof's own): the
-    requested-or-moved DRAM bytes at the DRAM peak, all FLOPs at the fastest peak, and no kernel shorter than
-    the shortest one measured."""
-    from kprof.diagnose.kernel import metric_value
-    from kprof.diagnose.roofline import roofline
+def instruction_problems(d: Diagnosis, k: KernelLaunch | None = None) -> list[str]:
+    """A fix of a class that keeps its instructions (``_KEEPS_INSTRUCTIONS``) that predicts fewer instructions of a
+    kind without saying which warp instructions it keeps (its duration is then held to all of today's), and a kept
+    count below the FFMAs a fix that keeps the FP32 math (no tensor cores) must still issue."""
+    out = []
+    if d.bottleneck is None:
+        return out
+    stated = next((x for x in d.expect if x.metric == INST and x.direction is Direction.DOWN), None)
+    fewer = [
+        x
+        for x in d.expect
+        if x.metric != INST and x.direction is Direction.DOWN and _INSTRUCTION_UNIT.match(x.unit or "")
+    ]
+    if d.bottleneck.value in _KEEPS_INSTRUCTIONS and fewer and stated is None:
+        out.append(
+            f"{fewer[0].label or fewer[0].metric} down, but no expectation of {INST} says which warp instructions "
+            "the fix keeps"
+        )
+    ffma = metric_value(k, "derived:ffma_warp_instructions") if k is not None else None
+    changes = d.bottleneck.value in ("no_tensor_cores", "tensor_core_bound")
+    if (
+        stated is not None
+        and stated.target is not None
+        and ffma
+        and not changes
+        and stated.target < ffma * 0.999
+    ):
+        out.append(
+            f"{stated.label or INST}: {stated.target:g} kept, fewer than the {ffma:.0f} FFMAs the FP32 math still needs"
+        )
+    return out
 
-    r = roofline(k)
-    d = k.value(DURATION)
-    floors = [float(th.MIN_KERNEL_DURATION_NS)]
-    moved = metric_value(k, "derived:dram_bytes")
-    ideal = k.value("memory_l2_theoretical_sectors_global_ideal")
-    if moved is not None and ideal is not None:
-        moved = min(moved, 32.0 * ideal)
-    if moved is not None and r.peak_bytes_per_s.get("dram"):
-        floors.append(moved / r.peak_bytes_per_s["dram"] * 1e9)
-    if d and r.flops and r.peak_flops:
-        floors.append(sum(r.flops.values()) * d * 1e-9 / max(r.peak_flops.values()) * 1e9)
-    return max(floors)
+
+def kernel_floor(k: KernelLaunch) -> float:
+    """The one physical floor of a kernel's duration (tests/diagnose/floors.py, which test_invariants uses too): the
+    compulsory DRAM bytes at the DRAM peak (a repeated pass's avoidable reads left out, as kprof's own
+    kernel_floor_parts leaves them out), all FLOPs at the fastest peak, no kernel shorter than the shortest one
+    measured."""
+    return physical_floor_ns(k)
 
 
 # ============================================================================ 4. fixes ruled out
 _GRAPH_FIX = re.compile(r"CUDA graph|CUDAGraph|reduce-overhead", re.I)
-_WIDE_LOADS = re.compile(r"128-bit|float4|wider (?:vector )?loads|vectori[sz]ed loads", re.I)
+_WIDE_LOADS = re.compile(
+    r"128-bit|16-byte (?:vector )?(?:loads?|vectors?|accesses)|float4|wider (?:vector )?loads|vectori[sz]ed loads",
+    re.I,
+)
+_CODE_SPAN = re.compile(r"`[^`]*`")
+"""A span in backquotes: the kernel's own source line as the fix quotes it (``On line 13 (`const float4 v =
+xr[i];`)``), or a type name inside a prescription, never the prescription's own words."""
 _DRAM_PCT = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
 _BLOCKER_WORDS = re.compile(r"\.item\(\)|synchroni[sz]e|blocking|pageable|cudaMemcpy\b", re.I)
 
@@ -499,7 +571,9 @@ def fix_problems(
     memory cannot be captured. When the loop blocks in every iteration, copies through pageable memory, or its
     idle time is the host blocked in syncs and copies more than issuing work, a graph is advice the loop rules out
     unless the fix first takes them out (names the blocking call or the copy before the graph). Wider loads move
-    the same bytes in fewer instructions: at the DRAM roof they cannot make the kernel faster."""
+    the same bytes in fewer instructions: at the DRAM roof they cannot make the kernel faster. The prescription is
+    read without its backquoted spans: a fix that quotes the kernel's own line (`const float4 v = xr[i];`) is not
+    prescribing float4 loads; the words that prescribe them (128-bit, 16-byte or wider loads) stay outside."""
     out = []
     fix = d.fix or ""
     if loop and _GRAPH_FIX.search(fix):
@@ -523,7 +597,8 @@ def fix_problems(
                 "a CUDA graph for a loop with " + ", ".join(why) + ": neither can be captured, and the fix "
                 "does not take them out first"
             )
-    if dram_pct is not None and dram_pct >= 100 * th.HEALTHY_FRACTION_OF_PEAK and _WIDE_LOADS.search(fix):
+    advice = _CODE_SPAN.sub("", fix)
+    if dram_pct is not None and dram_pct >= 100 * th.HEALTHY_FRACTION_OF_PEAK and _WIDE_LOADS.search(advice):
         out.append(f"wider loads for a kernel whose DRAM is at its roof ({dram_pct:.1f}% of peak)")
     return out
 
@@ -911,3 +986,123 @@ def test_targets_catch_a_throughput_that_does_not_follow_the_duration() -> None:
     )
     assert target_problems(_kernel_diagnosis(expect=(dram, dur)))
     assert not target_problems(_kernel_diagnosis(expect=(dataclasses.replace(dram, target=61.2), dur)))
+
+
+def _blind7(name: str) -> tuple[KernelLaunch, Diagnosis]:
+    path = next((p for i, p in PROFILES if i == f"validation/blind7/{name}"), None)
+    if path is None:
+        pytest.skip(f"blind7 {name} is not in the validation gallery")
+    obj, ds = diagnosed_or_skip(path)
+    k = _kernel_of(obj, ds[0])
+    assert k is not None
+    return k, ds[0]
+
+
+def test_shares_catch_a_bandwidth_whose_share_of_its_peak_is_not_the_units_percentage() -> None:
+    """blind7 cuda_sgemm_tiled16 with the L1 evidence a healthy L1 diagnosis quoted before: "achieved L1 bandwidth
+    2,101 GB/s (peak 33450 GB/s)" beside "L1/shared-memory bandwidth used: 95.2% of peak". The byte counter
+    (derived__l1tex__lsu_writeback_bytes_mem_lgds) counts global and local loads only: 6.3% of the peak, not 95.2%.
+    kprof's own evidence for the same unit names what the counter counts and quotes no share of the peak."""
+    from kprof.facts.kernel import build_facts
+    from kprof.rules.kernel.common import unit_used
+    from kprof.rules.kernel.healthy import _achieved
+
+    k, _ = _blind7("cuda_sgemm_tiled16.raw.csv.gz")
+    f = build_facts(k, k.value(DURATION), "k", source_format="ncu-csv-raw")
+    used = unit_used(f, "l1", "at its roof")
+    planted = Evidence(
+        name="achieved L1 bandwidth",
+        value=2101.0,
+        unit="GB/s",
+        reference="peak 33450 GB/s (from the report)",
+        reference_value=33450.0,
+        metric="derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second",
+    )
+    assert used.value == pytest.approx(95.2)
+    assert share_problems(_kernel_diagnosis(evidence=(used, planted)))
+    own = _achieved(f, "l1")
+    assert own and own[0].reference_value is None and "global and local loads" in own[0].reference
+    assert own[0].value == pytest.approx(2101.0, abs=1.0)
+    assert not share_problems(_kernel_diagnosis(evidence=(used, *own)))
+    # the same check over L2: the L2-to-SM bytes (19.3% of the L2 peak) are not the L2's 34.6%
+    l2 = dataclasses.replace(
+        planted,
+        name="achieved L2 bandwidth",
+        value=1983.0,
+        reference="peak 10285 GB/s (from the report)",
+        reference_value=10285.0,
+        metric="derived__lts__lts2xbar_bytes.sum.per_second",
+    )
+    assert share_problems(_kernel_diagnosis(evidence=(unit_used(f, "l2", "r"), l2)))
+    # and over DRAM, where the byte counter is the percentage's own: the shuffle reduction's 4,556 of 4,811 GB/s
+    # is its 94.7%, and kprof quotes it against the peak
+    _, d2 = _blind7("cuda_reduce_shfl.raw.csv.gz")
+    rate = next(e for e in d2.evidence if e.metric == "dram__bytes.sum.per_second")
+    assert rate.reference_value is not None and not share_problems(d2)
+    wrong = dataclasses.replace(rate, value=float(rate.value) * 0.9)  # type: ignore[arg-type]
+    assert share_problems(dataclasses.replace(d2, evidence=(d2.evidence[0], wrong)))
+
+
+def test_targets_catch_a_fix_that_removes_instructions_but_is_held_to_none() -> None:
+    """blind7's two shared-memory fixes remove instructions, and say which they keep: the register tile keeps the
+    FFMAs and 0.0625 shared loads per FFMA (a count, its floor at the SMs' peak issue rate); the shuffle reduction
+    replaces the tree (no count: the DRAM floor binds). Without the warp-instruction expectation the reduction is
+    held to all 585 million of today's instructions (560 µs at peak issue, above the 281 µs DRAM floor the twin
+    beats at 236 µs), and says fewer shared instructions without saying which stay."""
+    k, d = _blind7("cuda_reduce_tree.raw.csv.gz")
+    assert kept_instructions(d, k.value(INST)) is None and issue_floor(k, d) is None
+    assert not target_problems(d, k)
+    dur = next(x for x in d.expect if x.metric == DURATION)
+    assert dur.target is not None and dur.target == pytest.approx(
+        kernel_floor(k) / th.HEALTHY_FRACTION_OF_PEAK, 0.01
+    )
+    silent = dataclasses.replace(d, expect=tuple(x for x in d.expect if x.metric != INST))
+    found = target_problems(silent, k)
+    assert any("says which warp instructions" in p for p in found), found
+    assert any("its kept instructions need" in p for p in found), found
+
+    k, d = _blind7("cuda_sgemm_tiled16.raw.csv.gz")
+    stated = next(x for x in d.expect if x.metric == INST)
+    ffma = metric_value(k, "derived:ffma_warp_instructions")
+    assert ffma and stated.target is not None and stated.target >= ffma
+    assert issue_floor(k, d) == pytest.approx(
+        float(stated.target) / (132 * 4 * float(k.value("smsp__cycles_elapsed.avg.per_second") or 0)) * 1e9
+    )
+    assert not target_problems(d, k)
+    below = dataclasses.replace(stated, target=ffma / 2)
+    assert any(
+        "FFMAs the FP32 math still needs" in p
+        for p in target_problems(
+            dataclasses.replace(d, expect=tuple(below if x is stated else x for x in d.expect)), k
+        )
+    )
+
+
+def test_one_floor_knows_the_avoidable_bytes() -> None:
+    """Both invariant modules hold durations to one floor (tests/diagnose/floors.py), and it leaves out the reads
+    of a repeated pass, as kprof's own floor does: blind7's one-pass RMSNorm ran in 260 µs under ncu, below the
+    330 µs that every byte the two-pass kernel requests would take at the DRAM peak."""
+    from tests.diagnose import test_invariants
+
+    k, d = _blind7("cuda_rmsnorm_2pass.ncu-rep.gz")
+    floor = kernel_floor(k)
+    assert floor == test_invariants._independent_floor_ns(k)
+    assert floor < 260_000.0
+    requested = physical_floor_ns(dataclasses.replace(k, sass=()))  # no SASS: no repeated pass found
+    assert requested > 320_000.0
+    assert not target_problems(d, k)
+
+
+def test_fixes_read_the_prescription_not_the_quoted_source() -> None:
+    """A fix at the DRAM roof that quotes the kernel's own line (`const float4 v = xr[i];`) prescribes no wider
+    loads; one that says float4 or 16-byte loads outside the quote does."""
+    quoted = (
+        "On line 13 (`const float4 v = xr[i];`): read the data once and keep it in registers between passes."
+    )
+    assert not fix_problems(_kernel_diagnosis(fix=quoted), dram_pct=86.2)
+    for wider in (
+        quoted + " Load 16-byte vectors.",
+        "Let each thread load 4 elements with one 16-byte load (a `uint4`/`float4`).",
+        "Use float4 loads.",
+    ):
+        assert fix_problems(_kernel_diagnosis(fix=wider), dram_pct=86.2), wider

@@ -395,6 +395,11 @@ def shared_operand_reload(f: KernelFacts) -> Mechanism | None:
     savings = pace_savings(f, "l1", after)
     tile = th.REGISTER_TILE_SHARED_LOADS_PER_FFMA
     fp32 = f.util.get("fp32", 0.0)
+    ffma, executed = ffma_warp_instructions(f.k), f.v(INST_EXECUTED)
+    # The register tile keeps the FFMAs (the product's math, at the same precision) and its own shared loads; the
+    # reloads go, and with them the per-FFMA loop and address instructions of a one-output thread. What it keeps is
+    # a floor of its duration at the SMs' peak issue rate (with_duration's issue_kept).
+    kept_inst = ffma * (1.0 + tile) if ffma and executed and ffma * (1.0 + tile) < executed else None
     ev = [
         Evidence(
             name="shared-memory loads per FFMA",
@@ -419,6 +424,7 @@ def shared_operand_reload(f: KernelFacts) -> Mechanism | None:
             unit="LDS/FFMA",
             value_now=round(sr.loads_per_ffma, 3),
             label="shared-memory loads per FFMA",
+            basis="an 8x8 register tile of a 128x128x8 block tile: 4 LDS.128 per 64 FFMA",
         ),
         Expectation(
             metric=unit_metric(f, "l1"),
@@ -428,6 +434,19 @@ def shared_operand_reload(f: KernelFacts) -> Mechanism | None:
             label=f"{UNIT_WORDS['l1']} used",
         ),
     ]
+    if kept_inst is not None and ffma and executed:
+        expect.append(
+            Expectation(
+                metric=INST_EXECUTED,
+                direction=Direction.DOWN,
+                target=round(kept_inst, 0),
+                unit="inst",
+                value_now=executed,
+                label="warp instructions executed",
+                basis=f"what the register tile keeps: the {_fmt(round(ffma))} FFMAs the product needs and "
+                f"{tile:g} shared loads per FFMA; the reloads and the per-FFMA loop and address instructions go",
+            )
+        )
     return Mechanism(
         bottleneck=B.L1_SHARED_BANDWIDTH_BOUND,
         savings=savings,
@@ -452,7 +471,12 @@ def shared_operand_reload(f: KernelFacts) -> Mechanism | None:
             f"against {sr.loads_per_ffma:.3g} now). Or call cuBLAS/CUTLASS, with TF32 tensor cores if the precision "
             "allows."
         ),
-        expect=with_duration(f, expect, savings),
+        expect=with_duration(
+            f,
+            expect,
+            savings,
+            issue_kept=kept_inst / executed if kept_inst is not None and executed else None,
+        ),
         confidence=th.CONFIDENCE_PARTIAL,
         would_raise="SourceCounters (the SASS data flow that shows the FFMAs multiplying shared-memory operands)",
         inflates=("l1", "issue"),

@@ -67,6 +67,8 @@ def repeated_dram_pass(f: KernelFacts) -> Mechanism | None:
             unit="byte",
             value_now=read,
             label="DRAM bytes read (the single-pass floor)",
+            basis=f"each block's data read once: the {read / 1e6:,.0f} MB read now less the {again / 1e6:,.0f} MB "
+            "the second loop reads again",
         ),
     ]
     return Mechanism(
@@ -87,7 +89,7 @@ def repeated_dram_pass(f: KernelFacts) -> Mechanism | None:
         ),
         fix=(
             "Read the data once: keep each block's slice on chip between the passes, in registers (each thread holds "
-            "its elements, e.g. 8 float4 per thread for a 64 KB row at 512 threads) or in shared memory (up to 227 KB "
+            "its elements, e.g. 32 floats per thread for a 64 KB row at 512 threads) or in shared memory (up to 227 KB "
             "per block on sm_90), and compute both the statistic and the output from that copy; where the slice "
             "does not fit, compute the statistic in the kernel that produces the data."
         ),
