@@ -260,6 +260,8 @@ class _Roots:
     """Indices of the instructions that read a lane-varying special register's value directly."""
     arguments: set[int] = field(default_factory=set)
     launch: set[int] = field(default_factory=set)
+    specials: set[str] = field(default_factory=set)
+    """The lane-varying special registers read (``SR_TID.X``)."""
 
 
 class _Flow:
@@ -320,6 +322,7 @@ class _Flow:
         for sp in x.specials:
             if sp.startswith(_LANE_SR):
                 r.kinds.add("lane")
+                r.specials.add(sp)
             elif sp.startswith(_BLOCK_SR):
                 r.kinds.add("block")
         for bank, off in x.consts:
@@ -941,6 +944,7 @@ def _atomics_in_loops(c: _Ctx) -> list[Construct]:
                 sass=(x.opcode,),
                 origin=origin,
                 numbers={
+                    "from_argument": 1.0 if "argument" in r.kinds else 0.0,
                     "per_iteration": c.w[x.index] / trips if trips else 0.0,
                     "thread_atomics": c.counter(x.index, "thread_inst_executed_true")
                     or c.counter(x.index, "thread_inst_executed")
@@ -1064,16 +1068,32 @@ def _branches(c: _Ctx) -> list[Construct]:
                 executed=n,
                 share=n / total if total else 0.0,
                 measure="divergent branch targets",
-                sass=_opcodes(c, [*where, x.index]),
+                sass=tuple(f"S2R {sp}" for sp in sorted(r.specials) if kind == kc.BRANCH_ON_LANE)
+                + _opcodes(c, [*where, x.index]),
                 origin="data" if kind == kc.BRANCH_ON_DATA else "lane",
                 origin_lines=cond,
                 numbers={
-                    "lanes_taking": taken / c.w[x.index] if taken is not None and c.w[x.index] else -1.0
+                    "lanes_taking": taken / c.w[x.index] if taken is not None and c.w[x.index] else -1.0,
+                    "paths_loop": 1.0 if _loop_inside(c, x) else 0.0,
                 },
                 pc=x.pc - c.entry,
             )
         )
     return out
+
+
+def _loop_inside(c: _Ctx, bra: _Ins) -> bool:
+    """An executed loop between a divergent branch and the point its paths reconverge (the BSSY target around it,
+    else the branch target): the paths are loops, so each one costs many instructions per element."""
+    end = bra.target
+    for x in reversed(c.ins[: bra.index]):
+        if x.mn == "BSSY" and x.target is not None and x.target > bra.pc:
+            end = x.target
+            break
+    if end is None:
+        return False
+    stop = c.by_pc.get(end, len(c.ins))
+    return any(bra.index < top and bottom < stop for top, bottom in c.loops)
 
 
 _STRONG = ("STRONG", "VOLATILE", "SYS", "MMIO")

@@ -466,7 +466,7 @@ def _half(c: Context, x: Construct) -> Text | None:
         + (f"(`{clip(_text(c, x.lines[0]), 70)}`) " if x.lines else "")
         + f"{'do' if len(x.lines) > 1 else 'does'} {kc.IDIOMS[x.kind].construct}: inside the loop each "
         f"{'BF16' if dt == 'bf16' else 'FP16'} value is widened ({', '.join(s for s in x.sass if 'F32' in s and not s.startswith('F2FP')) or 'HADD2.F32'}), "
-        f"updated with FFMA and rounded back ({', '.join(s for s in x.sass if s.startswith(('F2FP', 'F2F.F16', 'F2F.BF16'))) or 'F2FP'}), "
+        f"computed in FP32 and rounded back ({', '.join(s for s in x.sass if s.startswith(('F2FP', 'F2F.F16', 'F2F.BF16'))) or 'F2FP'}), "
         f"and the next step widens it again: {widen + narrow:,.0f} conversions for {fp32:,.0f} FP32 operations, "
         f"{pct(x.share)} of the executed instructions."
     )
@@ -595,8 +595,8 @@ def _local_array(c: Context, x: Construct) -> Text | None:
     )
     mech = (
         f"{_at(c, x)}{via} indexes the per-thread array `{clip(decl_text)}` (line {decl_line}) with `{idx}`, "
-        f"{origin}: registers cannot be indexed at run time, so `{name}` lives in local memory and every lookup is "
-        "an LDL"
+        f"{origin}: registers cannot be indexed at run time, so `{name}` lives in local memory and every access is "
+        "a local load or store (LDL/STL)"
         + (f" ({spr:.1f} sectors per request: the lanes read different entries)" if spr > 1.5 else "")
         + "."
     )
@@ -743,8 +743,9 @@ def _atomic(c: Context, x: Construct) -> Text | None:
     mech = (
         f"{_at(c, x)} is {kc.IDIOMS[x.kind].construct}: the {x.sass[0] if x.sass else 'RED'} sits inside the loop "
         + (
-            "and its address is read from a kernel argument before the loop, the same for every lane and every "
-            "iteration, so all the grid's updates queue on one address."
+            "and its address is "
+            + ("read from a kernel argument before the loop, " if x.numbers.get("from_argument") else "")
+            + "the same for every lane and every iteration, so all the grid's updates queue on one address."
             if uniform
             else "and each thread updates its own element every iteration."
         )
@@ -837,7 +838,8 @@ def _lane_branch(c: Context, x: Construct) -> Text | None:
     mech = (
         f"{_at(c, x)} is where the warps split: the branch's condition is computed from the thread index"
         + (f" on line {cond[1]} (`{clip(ctext, 70)}`)" if cond and cond != ln else "")
-        + f" ({_ops(x, 3)}: S2R SR_TID.X -> predicate), so neighbouring lanes take different paths"
+        + f" ({' -> '.join(o for o in x.sass[:4] if not o.startswith('BRA'))} -> the BRA's predicate), so "
+        "neighbouring lanes take different paths"
         + (f" ({taking:.3g} of 32 take it)" if taking >= 0 else "")
         + " and every warp runs both."
     )
@@ -860,21 +862,28 @@ def _data_branch(c: Context, x: Construct) -> Text | None:
     taking = x.numbers.get("lanes_taking", -1.0)
     loaded = next((o for o in x.origin_lines if o != ln), None)
     mech = (
-        f"{_at(c, x)} is where the warps split: the condition comes from loaded data ({_ops(x, 3)}: the load "
-        "feeds the branch's predicate)"
+        f"{_at(c, x)} is where the warps split: the condition comes from loaded data "
+        f"({' -> '.join(o for o in x.sass[:3] if not o.startswith('BRA'))} -> the BRA's predicate)"
         + (f", loaded on line {loaded[1]}" if loaded else "")
         + ", and neighbouring elements disagree"
         + (f" ({taking:.3g} of 32 lanes take it)" if taking >= 0 else "")
         + ", so every warp runs both paths."
     )
+    text = strip_comments(_text(c, ln)) if ln else ""
+    cond = cpp.call_args(text, "if") or cpp.call_args(text, "while")
+    by = f" `{clip(', '.join(cond[2]), 50)}`" if cond else ""
+    loops = x.numbers.get("paths_loop", 0.0) > 0
     fix = (
-        "Bin the elements by the condition before the kernel: a stable partition of the data by it (on the host side, "
-        "`thrust::stable_partition` or `cub::DevicePartition::Flagged`; in PyTorch `order = torch.argsort(flag, "
-        "stable=True)`), run the kernel on the partitioned data and scatter the results back"
+        f"Bin the elements by the condition{by} before the kernel: a stable partition of the data by it "
+        "(`thrust::stable_partition`, or `cub::DevicePartition::If` with that predicate), run the kernel on the "
+        "partitioned data and scatter the results back"
         + (f"; line {ln[1]} stays as it is and becomes warp-uniform" if ln else "")
-        + ". It pays when each element's path work exceeds the partition's cost (here each path is a loop), or "
-        "when the binning is reused; a short path is better made branch-free (compute both, select)."
-    )
+        + ". It pays when each element's path work exceeds the partition's cost"
+        + (" (each path here is a loop)" if loops else "")
+        + ", or when the binning is reused; "
+        + ("a short path is better made branch-free (compute both, select)." if not loops else
+           "make a path branch-free (compute both, select) only if it is short.")
+    )  # fmt: skip
     return mech, fix
 
 
@@ -898,7 +907,7 @@ def _alias(c: Context, x: Construct) -> Text | None:
         + " in every iteration although the loop does not change their address: "
         + f"{inv:.3g} of its {loads:.3g} global loads per trip are such reloads ({_ops(x, 2)}, after a store), "
         "because the pointers are not `__restrict__` and a store may have changed them; for the same reason the "
-        "next iteration's loads cannot move above the store, so each thread keeps one load in flight."
+        "next iteration's loads cannot move above the store, so fewer loads are in flight per thread."
     )
     if decl is not None:
         defs = cpp.macros(src)
