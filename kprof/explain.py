@@ -543,12 +543,22 @@ _ENTRIES: dict[str, _Entry] = {
         "the executed instructions; never when the tensor pipe carries the SM's throughput. Also FP32 data "
         "computed in FP64 (F2F.F64.F32 in, F2F.F32.F64 out, FP64 math, 32-bit global accesses) with issue above "
         "LATENCY_BOUND_FRACTION: keep the arithmetic in FP32; divergence inside the FP64 routines (at least "
-        "DIVERGENCE_INSIDE_FP64_SHARE of the divergent branches on their lines) is its consequence.",
-        "Issue fewer instructions: hoist index math out of loops, vectorize loads, use intrinsics or tables for "
-        "special functions.",
-        ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE", "DIVERGENCE_INSIDE_FP64_SHARE"),
+        "DIVERGENCE_INSIDE_FP64_SHARE of the divergent branches on their lines) is its consequence. Also 16-bit "
+        "data widened to FP32 and rounded back every step (a float -> half conversion whose result a loop widens "
+        "again, the conversions at least CONSTRUCT_MIN_SHARE of the executed instructions) with issue above "
+        "LATENCY_BOUND_FRACTION: the FP32 pipe's busy time is then conversion work, never healthy.",
+        "Issue fewer instructions: the diagnosis names the source construct the SASS shows on the responsible line "
+        "(a run-time integer division, 64-bit index math, a double literal, half <-> float round trips, sinf's slow "
+        "path, __syncthreads() in a loop; kprof/knowledge/constructs.py) and rewrites that line; without one, hoist "
+        "index math out of loops, vectorize loads, use intrinsics or tables for special functions.",
+        ("LATENCY_BOUND_FRACTION", "FP_HEAVY_SHARE", "DIVERGENCE_INSIDE_FP64_SHARE", "CONSTRUCT_MIN_SHARE"),
         _RULES + "instructions.py",
-        (_RULES + "precision.py", _RULES + "divergence.py"),
+        (
+            _RULES + "precision.py",
+            _RULES + "divergence.py",
+            _RULES + "conversions.py",
+            "kprof/facts/constructs.py",
+        ),
     ),
 }
 

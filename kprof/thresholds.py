@@ -314,6 +314,11 @@ DIVERGENCE_ACTIVE_THREADS = 24.0
 """Warp divergence matters when an executed warp instruction has < 24 of 32 threads active
 (< 75% SIMT efficiency): above that, loop tails and guards explain the difference."""
 
+CONSTRUCT_MIN_SHARE = 0.05
+"""A source construct read from the SASS (:mod:`kprof.facts.constructs`) is named only when its instructions are at
+least 5% of the kernel's executed instructions (of the quantity its idiom measures): the same bar as a named source
+line (kprof/diagnose/where.py MIN_LINE_SHARE), below which changing it cannot pay."""
+
 OCCUPANCY_LOW_FRACTION = 0.50
 """Occupancy is a candidate limiter only below 50% theoretical occupancy: at or above half of
 the warp slots, Hopper/Ampere schedulers usually have an eligible warp (ncu's Occupancy rule

@@ -57,6 +57,19 @@ def test_rules_md_is_what_the_registry_generates() -> None:
     )
 
 
+def test_constructs_md_is_what_the_idiom_table_generates() -> None:
+    from kprof.knowledge.constructs import IDIOMS, constructs_markdown
+
+    on_disk = (DOCS / "constructs.md").read_text(encoding="utf-8")
+    assert on_disk == constructs_markdown() + "\n", (
+        "docs/constructs.md is out of date with kprof/knowledge/constructs.py: regenerate it with "
+        "`python -c 'from kprof.knowledge.constructs import constructs_markdown; print(constructs_markdown())' "
+        "> docs/constructs.md`"
+    )
+    for idiom in IDIOMS:
+        assert f"## {idiom}: " in on_disk
+
+
 def test_rules_md_quotes_every_id_and_threshold_value() -> None:
     from kprof import thresholds as th
     from kprof.explain import explain

@@ -190,6 +190,13 @@ def _sass_value(k: KernelLaunch, name: str) -> float | None:
     if s.empty:
         return None
     promo = fp64_promotion(k.sass) if what.startswith("fp64_") else None
+    if what.startswith("half_"):
+        from kprof.facts.constructs import constructs, of_kind
+
+        trip = next(iter(of_kind(constructs(k), "half_round_trip")), None)
+        if trip is None:
+            return None
+        return trip.executed if what == "half_conversions" else 100.0 * trip.share
     return {
         "ffma_share": s.share(s.ffma),
         "fp_arith_share": s.share(s.fp32 + s.fp16 + s.fp64 + s.mma),

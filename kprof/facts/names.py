@@ -176,6 +176,9 @@ DERIVED: dict[str, str] = {
     "(the reads of a kernel that reads each row once)",
     "sass:fp64_inst_share": "% of executed SASS instructions that are FP64 (DFMA/DADD/DMUL/DSETP/DMNMX, MUFU.*64H, "
     "conversions to or from F64), in such a kernel",
+    "sass:half_conversions": "executed FP16/BF16 <-> FP32 conversions (HADD2.F32, F2F, F2FP.PACK_AB) inside loops in "
+    "which a value rounded to 16 bits is widened again (kprof.facts.constructs, half_round_trip)",
+    "sass:half_conversion_share": "% of executed SASS instructions that are those conversions",
 }
 
 # ncu sections each check needs, for the exact command that collects what is missing.

@@ -67,7 +67,7 @@ QUANTITIES: tuple[tuple[str, str, frozenset[str]], ...] = (
     ),
     (r"^smsp__inst_executed\.sum$", "warp instructions executed", frozenset({"inst"})),
     (
-        r"^sass:(async_copies|fp64_widening_conversions|local_instructions|global_atomics)$",
+        r"^sass:(async_copies|fp64_widening_conversions|half_conversions|local_instructions|global_atomics)$",
         "instructions executed",
         frozenset({"inst"}),
     ),

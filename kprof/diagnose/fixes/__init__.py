@@ -33,6 +33,7 @@ from kprof.diagnose.fixes.compute import (
     no_tensor_cores,
     tensor_core,
 )
+from kprof.diagnose.fixes.constructs import construct_text
 from kprof.diagnose.fixes.context import B, Context, L, Text
 from kprof.diagnose.fixes.launch import grid, occupancy, tail
 from kprof.diagnose.fixes.memory import atomics, bank_conflicts, local_memory
@@ -75,6 +76,9 @@ def localized_text(c: Context) -> Text:
         return "", None
     if c.d.verdict is Verdict.HEALTHY:
         return healthy(c)
+    named = construct_text(c)  # the construct the SASS shows on the responsible line, and the change to it
+    if named is not None and named[1] is not None:
+        return named
     writer = WRITERS.get(c.d.bottleneck)
     promoted = (
         fp64_promotion_facts(c.k.sass)

@@ -24,6 +24,7 @@ passes              dram_bandwidth_bound of a second loop that reads again what 
 tensor              tensor_core_bound on a slower tensor path than the GPU offers
 pipelining          latency_bound of an MMA k-loop whose operand loads are synchronous (no cp.async/TMA)
 precision           instruction_bound / compute_bound of FP32 data computed in FP64
+conversions         instruction_bound of 16-bit data widened to FP32 and rounded back every step
 instructions        instruction_bound
 ncu_rules           ncu's own rule results: the measured waste a details-page CSV quotes, and hints
 resource            the resource ids and latency_bound when no mechanism explains the gap
@@ -40,6 +41,7 @@ from collections.abc import Callable
 from kprof.facts.kernel import KernelFacts
 from kprof.rules.kernel.atomics import atomics
 from kprof.rules.kernel.common import Mechanism
+from kprof.rules.kernel.conversions import half_round_trips
 from kprof.rules.kernel.divergence import divergence
 from kprof.rules.kernel.instructions import instruction_bound
 from kprof.rules.kernel.launch import grid
@@ -70,5 +72,6 @@ MECHANISMS: tuple[Callable[[KernelFacts], Mechanism | None], ...] = (
     slow_tensor_path,
     synchronous_mma_loads,
     promoted_fp64,
+    half_round_trips,
     instruction_bound,
 )

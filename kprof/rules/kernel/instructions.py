@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kprof import thresholds as th
 from kprof.diagnose.roofline import COMPUTE_SOL
+from kprof.facts.constructs import removable_share
 from kprof.facts.kernel import KernelFacts, unit_metric
 from kprof.facts.names import THREADS_PER_INST
 from kprof.facts.sass_traits import fp64_promotion
@@ -43,15 +44,24 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
     if r is not None:
         savings *= min(1.0, r / th.WARP_SIZE)  # the part due to masked lanes is warp divergence's
     executed = f.v("smsp__inst_executed.sum")
+    # when the SASS shows the construct the overhead comes from (kprof.facts.constructs), the fix changes that
+    # construct, and it removes at most that construct's instructions
+    construct = removable_share(f.k)
+    removed = savings if construct is None else min(savings, construct)
     fewer = Expectation(
         metric="smsp__inst_executed.sum",
         direction=Direction.DOWN,
-        target=round(executed * (1 - savings), 0) if executed else None,
+        target=round(executed * (1 - removed), 0) if executed else None,
         unit="inst",
         value_now=executed,
         label="warp instructions executed",
-        basis=f"the {pc(savings)}% of them that are overhead removed: the busiest useful unit at {pc(useful)}% "
-        f"against issue at {pc(issue)}%",
+        basis=(
+            f"the {pc(savings)}% of them that are overhead removed: the busiest useful unit at {pc(useful)}% "
+            f"against issue at {pc(issue)}%"
+            if removed == savings
+            else f"the {pc(removed)}% of them the construct's change removes: its instructions, less what the change "
+            "keeps"
+        ),
     )
     return Mechanism(
         bottleneck=B.INSTRUCTION_BOUND,
@@ -66,7 +76,14 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
             "Execute fewer instructions per result: hoist index arithmetic out of loops, use 64-bit-free index math, "
             "vector loads (one LDG.128 instead of four LDG), fast-math intrinsics, and unroll to amortise loop overhead."
         ),
-        expect=with_duration(f, [fewer], savings, why="the overhead instructions cost"),
+        expect=with_duration(
+            f,
+            [fewer],
+            removed,
+            why="the overhead instructions cost"
+            if removed == savings
+            else "the construct's instructions cost",
+        ),
         confidence=th.CONFIDENCE_PARTIAL,
         would_raise="InstructionStats (the executed instruction mix) or SourceCounters",
         inflates=("issue",),

@@ -300,7 +300,8 @@ def _worst_global_access(f: KernelFacts, op: str) -> tuple[str, float, float, in
         ideal = s.counters.get("memory_l2_theoretical_sectors_global_ideal")
         if not n or actual is None or ideal is None or actual <= ideal:
             continue
-        lanes = s.counters.get("thread_inst_executed")
+        # predicated-off lanes load nothing: the lanes that ran the access are the predicated-on ones
+        lanes = s.counters.get("thread_inst_executed_true") or s.counters.get("thread_inst_executed")
         active = min(float(th.WARP_SIZE), float(lanes) / float(n)) if lanes else float(th.WARP_SIZE)
         cand = (
             float(actual - ideal),
