@@ -314,7 +314,8 @@ _ENTRIES: dict[str, _Entry] = {
         "DRAM bandwidth is the saturated unit.",
         "DRAM throughput is the highest SpeedOfLight unit at HEALTHY_FRACTION_OF_PEAK or more of its peak; with "
         "DRAM bytes close to what the tensors need, the kernel is healthy. An L2 passing a DRAM stream through "
-        "(read hit rate below L2_STREAMING_READ_HIT_RATE) is named DRAM bound too. A report without the memory "
+        "(read hit rate below L2_STREAMING_READ_HIT_RATE, with DRAM moving at least L2_STREAM_DRAM_SHARE of the L2's "
+        "sector traffic) is named DRAM bound too. A report without the memory "
         "tables is healthy at that roof when neither L2 nor L1 is busier than DRAM by more than UNIT_TIE_MARGIN, "
         "at lower confidence. When two loops of each block read the same addresses (the SASS: the same parameter, "
         "block and thread address at both loops' first iteration) and DRAM serves the second read, the second "
@@ -326,6 +327,7 @@ _ENTRIES: dict[str, _Entry] = {
             "HEALTHY_FRACTION_OF_PEAK",
             "LATENCY_BOUND_FRACTION",
             "L2_STREAMING_READ_HIT_RATE",
+            "L2_STREAM_DRAM_SHARE",
             "UNIT_TIE_MARGIN",
         ),
         _RESOURCE,
@@ -338,12 +340,22 @@ _ENTRIES: dict[str, _Entry] = {
         "L2 is not merely passing a DRAM stream through. Below the roof, with warps waiting on its results, the "
         "limit is the requests in flight (latency_bound). A healthy L2 quotes its byte counter against the L2 peak "
         "only when their ratio is the L2's throughput percentage (BANDWIDTH_SHARE_AGREEMENT), otherwise under the "
-        "name of what the counter counts, without the peak.",
+        "name of what the counter counts, without the peak. An L2 at its roof is a fix, not healthy, when its traffic "
+        "is avoidable: the SMs read each byte L2_REREAD_FACTOR times or more from L2 (re-reads that on-chip reuse "
+        "removes), or the coalesced global stores write L2_REWRITE_FACTOR times or more the bytes the kernel can "
+        "write distinct (its DRAM writes plus the L2 capacity): a value kept in global memory and stored every "
+        "iteration, whose fix is a register accumulator stored once and `__restrict__` pointers.",
         "Reuse data closer to the SMs (shared memory tiles, registers), or improve locality so that each "
-        "block's working set stays in L1.",
-        ("HEALTHY_FRACTION_OF_PEAK", "LATENCY_BOUND_FRACTION", "BANDWIDTH_SHARE_AGREEMENT"),
+        "block's working set stays in L1; accumulate in registers and store once.",
+        (
+            "HEALTHY_FRACTION_OF_PEAK",
+            "LATENCY_BOUND_FRACTION",
+            "BANDWIDTH_SHARE_AGREEMENT",
+            "L2_REREAD_FACTOR",
+            "L2_REWRITE_FACTOR",
+        ),
         _RESOURCE,
-        (_RULES + "healthy.py",),
+        (_RULES + "healthy.py", _RULES + "memory.py"),
     ),
     "l1_shared_bandwidth_bound": _Entry(
         "kernel (resource)",

@@ -463,6 +463,23 @@ L2_STREAMING_READ_HIT_RATE = 0.50
 miss is a DRAM read): an L2 at its roof then means the DRAM path is saturated, and the kernel is
 named DRAM bound."""
 
+L2_STREAM_DRAM_SHARE = 0.40
+"""An L2 passes a DRAM stream through only when DRAM moves a matching share of the L2's traffic: the DRAM bytes
+over 32 x ``lts__t_sectors.sum`` (every L2 sector access) measured 0.60-0.67 on pure streams (triad, copy, softmax,
+layer norm on the H200: an L2 sector access per DRAM sector plus the L2's own tag traffic) and up to 0.96 on
+gathers; 0.48 on a stencil whose halo hits L2. L2 traffic that never reaches DRAM (repeated stores into the same
+lines, spill traffic, uncoalesced stores merged in L2) measured 0.02-0.33 (digit_histogram's local array 0.02,
+the blind10 accumulator stored every iteration 0.07, a 32-sector-per-request transpose 0.17, a spill 0.33): a low
+hit rate there is not a stream. 0.40 sits between the two groups."""
+
+L2_REWRITE_FACTOR = 4.0
+"""The coalesced global store sectors over the most a kernel can write distinct (its DRAM write bytes plus the L2
+capacity, in sectors: a line still dirty in L2 when the kernel ends has not reached DRAM yet). At 1 each byte is
+stored once; at >= 4 most of the L2's store traffic re-writes lines already written, the signature of an
+accumulator kept in global memory (``y[i] += ...`` every iteration). Measured on the H200: 12.3x for the blind10
+accumulator stored after every FFMA (3.16x faster with a register accumulator); 0.1-0.9x on every stream, copy and
+transpose of the galleries. Uncoalesced stores' extra sectors are that rule's waste and are left out first."""
+
 OCCUPANCY_MIN_WAVES = 0.99
 """Occupancy can limit only a grid that fills the resident slots it has (>= 1 wave at the current
 occupancy, as a grid-stride launch sized to the GPU does); with fewer blocks, the grid is the limit."""

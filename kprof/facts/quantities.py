@@ -77,7 +77,11 @@ QUANTITIES: tuple[tuple[str, str, frozenset[str]], ...] = (
         "wavefronts per request",
         frozenset({"wavefronts/request"}),
     ),
-    (r"^derived:(local_memory_sectors)$|^lts__t_sectors\w*\.sum$", "sectors", frozenset({"sectors"})),
+    (
+        r"^derived:(local_memory_sectors)$|^lts__t_sectors\w*\.sum$|^l1tex__t_sectors_pipe_lsu_mem_global_op_(ld|st)\.sum$",
+        "sectors",
+        frozenset({"sectors"}),
+    ),
     (r"^derived:\w*atomic_requests$", "requests", frozenset({"requests"})),
     (
         r"^derived:shared_instructions_per_global_load$",

@@ -9,7 +9,7 @@ they run; :func:`kprof.rules.kernel.verdict.verdict` ranks what they found again
 module              gives
 ==================  ==================================================================================
 memory              uncoalesced_global_access (sectors per request, L1 wavefronts), l2_bandwidth_bound
-                    from L2 re-reads
+                    from L2 re-reads and from stores re-writing the same lines
 shared              shared_bank_conflicts (loads, stores, shared atomics)
 local               local_memory_spill (spills, run-time indexed arrays)
 atomics             atomic_contention
@@ -47,7 +47,7 @@ from kprof.rules.kernel.instructions import instruction_bound
 from kprof.rules.kernel.launch import grid
 from kprof.rules.kernel.local import local_memory
 from kprof.rules.kernel.matrix import no_tensor_cores, operand_reload
-from kprof.rules.kernel.memory import l2_rereads, uncoalesced
+from kprof.rules.kernel.memory import l2_rereads, l2_rewrites, uncoalesced
 from kprof.rules.kernel.occupancy import occupancy
 from kprof.rules.kernel.passes import repeated_dram_pass
 from kprof.rules.kernel.pipelining import synchronous_mma_loads
@@ -61,6 +61,7 @@ MECHANISMS: tuple[Callable[[KernelFacts], Mechanism | None], ...] = (
     shared_tree_reduction,
     repeated_dram_pass,
     l2_rereads,
+    l2_rewrites,
     uncoalesced,
     bank_conflicts,
     local_memory,

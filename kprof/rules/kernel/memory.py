@@ -13,11 +13,14 @@ from kprof.diagnose.sass import access_bytes
 from kprof.facts.kernel import KernelFacts, l2_sectors_from_l1, metric_value, ratio, sum_present
 from kprof.facts.names import (
     DRAM_READ_SECTORS,
+    DRAM_WRITE_BYTES,
     GLD_REQUESTS,
     GLD_SECTORS,
     GST_REQUESTS,
     GST_SECTORS,
+    L2_CACHE_BYTES,
     L2_READ_SECTORS,
+    L2_SECTORS,
     L2_THEORETICAL_SECTORS,
     L2_THEORETICAL_SECTORS_IDEAL,
     THREADS_PER_INST,
@@ -490,6 +493,102 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
             "all its threads), keep reused values in registers, or swizzle/cluster the blocks that share data."
         ),
         expect=with_duration(f, [sectors], savings, why="the re-reads cost"),
+        confidence=th.CONFIDENCE_NO_LINES,
+        would_raise="",
+        inflates=("l2",),
+        waste=waste,
+        blocks_healthy=True,
+    )
+
+
+def _coalesced_store_sectors(f: KernelFacts) -> float | None:
+    """Global store sectors, with the excess of uncoalesced stores left out (that is :func:`uncoalesced`'s waste):
+    when that rule fires and the stores are past COALESCING_TOLERANCE of their ideal sectors per request, the
+    requests times the ideal."""
+    counts = tuple(f.v(n) for n in (GLD_SECTORS, GLD_REQUESTS, GST_SECTORS, GST_REQUESTS))
+    sectors, requests = counts[2], counts[3]
+    if not sectors or not requests:
+        return None
+    if _coalescing(f, counts) is None:
+        return sectors
+    ideal, _, _ = _global_ideal(f, "stores", sectors / requests)
+    if sectors / requests > ideal * th.COALESCING_TOLERANCE:
+        return requests * ideal
+    return sectors
+
+
+def l2_rewrites(f: KernelFacts) -> Mechanism | None:
+    """L2 at its roof while the kernel's stores re-write lines they already wrote: a value kept in global memory and
+    stored again every iteration (an accumulator ``y[i] += ...`` the compiler cannot keep in a register).
+
+    Physics: a kernel can write at most its DRAM write bytes plus the L2 capacity of distinct bytes (a line still
+    dirty in L2 at the end has not reached DRAM); coalesced global store sectors beyond L2_REWRITE_FACTOR times that
+    store the same bytes again. Their share of every L2 sector access is the waste. L2 must be the busiest unit
+    (within UNIT_TIE_MARGIN) and above LATENCY_BOUND_FRACTION, as for :func:`l2_rereads`.
+    """
+    l2 = f.util.get("l2")
+    if l2 is None or l2 < th.LATENCY_BOUND_FRACTION or l2 < f.u_max - th.UNIT_TIE_MARGIN:
+        return None
+    stores, written, l2_bytes, sectors = (
+        _coalesced_store_sectors(f),
+        f.v(DRAM_WRITE_BYTES),
+        f.v(L2_CACHE_BYTES),
+        f.v(L2_SECTORS),
+    )
+    if not stores or written is None or not l2_bytes or not sectors:
+        return None
+    distinct = (written + l2_bytes) / th.SECTOR_BYTES
+    factor = stores / distinct
+    if factor < th.L2_REWRITE_FACTOR:
+        return None
+    waste = min(1.0, (stores - distinct) / sectors)
+    savings = pace_savings(f, "l2", l2 * (1.0 - waste))
+    factor_r = round(factor, 1)
+    stored_gb = stores * th.SECTOR_BYTES / 1e9
+    distinct_mb = distinct * th.SECTOR_BYTES / 1e6
+    ev = [
+        unit_used(f, "l2", "the busiest unit", l2),
+        Evidence(
+            name="global store sectors",
+            value=round(stores),
+            unit="sectors",
+            reference=f"{factor_r:g}x the {round(distinct):,} sectors the kernel can write distinct (DRAM writes "
+            f"{written / 1e6:,.1f} MB plus the {l2_bytes / 1e6:,.0f} MB L2): each byte is stored about "
+            f"{factor_r:g} times",
+            reference_value=round(distinct),
+            metric=GST_SECTORS,
+        ),
+    ]
+    target = Expectation(
+        metric=GST_SECTORS,
+        direction=Direction.DOWN,
+        target=round(distinct, 0),
+        unit="sectors",
+        value_now=stores,
+        label="global store sectors",
+        basis=f"each byte stored once: at most the DRAM write bytes plus the L2 capacity ({distinct_mb:,.0f} MB)",
+    )
+    return Mechanism(
+        bottleneck=B.L2_BANDWIDTH_BOUND,
+        savings=savings,
+        headline=(
+            f"L2 saturated by repeated stores: L2 at {pc(l2)}% of peak while the kernel stores {stored_gb:,.2f} GB "
+            f"into at most {distinct_mb:,.0f} MB of distinct bytes ({factor_r:g}x); most stores re-write a value "
+            "stored before."
+        ),
+        evidence=ev,
+        mechanism=(
+            f"The global stores write {stored_gb:,.2f} GB through L2 but DRAM receives only {written / 1e6:,.1f} MB: "
+            "the same lines are stored again and again. That is a result kept in global memory and written back on "
+            "every iteration, as an accumulator `y[i] += a * x` in a loop does when the compiler must assume `y` may "
+            "alias the inputs (pointers without `__restrict__`), so it stores `y[i]` after each update."
+        ),
+        fix=(
+            "Accumulate in a register and store once after the loop: `float acc = 0.f; for (...) acc += a * x; "
+            "y[i] = acc;`, and declare the pointers `__restrict__` (`const float* __restrict__ A, ..., "
+            "float* __restrict__ y`) so the compiler may keep such values in registers."
+        ),
+        expect=with_duration(f, [target], savings, why="the repeated stores cost"),
         confidence=th.CONFIDENCE_NO_LINES,
         would_raise="",
         inflates=("l2",),

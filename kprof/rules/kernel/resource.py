@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kprof import thresholds as th
-from kprof.facts.kernel import UNDER_NCU, KernelFacts, fp32_issue_note, unit_metric, unit_words
-from kprof.facts.names import DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, SECTION_OF
+from kprof.facts.kernel import UNDER_NCU, KernelFacts, dram_bytes, fp32_issue_note, unit_metric, unit_words
+from kprof.facts.names import DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, L2_SECTORS, SECTION_OF
 from kprof.facts.stalls import STALL_WORDS, UNIT_THROTTLES
 from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS, USEFUL_UNITS
 from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict, _fmt
@@ -66,10 +66,15 @@ _BELOW_ROOF_FIX = {
 
 
 def l2_passes_dram_stream(f: KernelFacts) -> bool:
-    """True when L2 reads mostly miss (hit rate below L2_STREAMING_READ_HIT_RATE): the L2 is passing a DRAM stream
-    through, so the stream is DRAM's."""
+    """True when L2 reads mostly miss (hit rate below L2_STREAMING_READ_HIT_RATE) and DRAM moves a matching share
+    of the L2's traffic (L2_STREAM_DRAM_SHARE, where both are counted): the L2 is passing a DRAM stream through, so
+    the stream is DRAM's. Traffic that stays in L2 (stores re-writing the same lines, spills) is not a stream
+    however few of its reads hit."""
     hit = f.v(L2_READ_HIT_RATE)
-    return hit is not None and hit / 100.0 < th.L2_STREAMING_READ_HIT_RATE and "dram" in f.util
+    if hit is None or hit / 100.0 >= th.L2_STREAMING_READ_HIT_RATE or "dram" not in f.util:
+        return False
+    sectors, moved = f.v(L2_SECTORS), dram_bytes(f.k)
+    return not sectors or moved is None or moved / (sectors * th.SECTOR_BYTES) >= th.L2_STREAM_DRAM_SHARE
 
 
 def why_not_healthy(f: KernelFacts, unit: str, found: Sequence[Mechanism]) -> str:
