@@ -464,9 +464,14 @@ _ENTRIES: dict[str, _Entry] = {
         "Thread-private data lives in local memory (register spills, or arrays indexed at run time) and its "
         "traffic goes through L1/L2.",
         "Local load/store sectors (or LDL/STL in the SASS) are a share of the memory traffic whose removal "
-        "would save at least MIN_MECHANISM_SAVINGS of the kernel's time.",
-        "Keep the data in registers (constant indices, unrolled loops, fewer live values) or in shared memory.",
-        ("MIN_MECHANISM_SAVINGS", "MIN_PRIMARY_SAVINGS"),
+        "would save at least MIN_MECHANISM_SAVINGS of the kernel's time. A spill is told from an indexed array by the "
+        "SASS (stores after the register limit against a stack array indexed at run time), or without it by ncu's "
+        "share of local requests that are spills (LOCAL_SPILL_REQUEST_SHARE). A spill below the register count the "
+        "block size allows was held by the build (-maxrregcount, or a minimum-blocks __launch_bounds__): ptxas "
+        "spills only when a limit binds.",
+        "Keep the data in registers (constant indices, unrolled loops, fewer live values) or in shared memory; "
+        "remove the register cap that forces a spill.",
+        ("MIN_MECHANISM_SAVINGS", "MIN_PRIMARY_SAVINGS", "LOCAL_SPILL_REQUEST_SHARE"),
         _RULES + "local.py",
         (_VERDICT,),
     ),

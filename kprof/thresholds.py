@@ -480,6 +480,11 @@ accumulator kept in global memory (``y[i] += ...`` every iteration). Measured on
 accumulator stored after every FFMA (3.16x faster with a register accumulator); 0.1-0.9x on every stream, copy and
 transpose of the galleries. Uncoalesced stores' extra sectors are that rule's waste and are left out first."""
 
+LOCAL_SPILL_REQUEST_SHARE = 0.5
+"""Without the SASS, ncu's ``derived__local_spilling_requests_pct`` (the local-memory requests that are register
+spills) tells a spill from a run-time indexed array: it measured 100% on all 7 H200 kernels whose SASS shows spills
+(STL after the register limit) and 0% on all 3 whose SASS shows an indexed per-thread array. Half decides."""
+
 OCCUPANCY_MIN_WAVES = 0.99
 """Occupancy can limit only a grid that fills the resident slots it has (>= 1 wave at the current
 occupancy, as a grid-stride launch sized to the GPU does); with fewer blocks, the grid is the limit."""

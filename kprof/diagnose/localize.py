@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from kprof.diagnose.fixes import Context, localized_text
+from kprof.diagnose.fixes import Context, localized_text, names_construct
 from kprof.diagnose.language import kernel_origin
 from kprof.diagnose.where import attribute
 from kprof.kernel_model import KernelLaunch
 from kprof.knowledge.instructions import sm_of
 from kprof.model import Diagnosis, SubjectKind, Verdict
+from kprof.rules.kernel.resource import NO_MECHANISM
 
 
 def localize(k: KernelLaunch, d: Diagnosis) -> Diagnosis:
@@ -47,6 +48,8 @@ def localize(k: KernelLaunch, d: Diagnosis) -> Diagnosis:
     mech_add, fix = localized_text(ctx)
     mechanism = d.mechanism
     if mech_add and mech_add not in mechanism:
+        if names_construct(ctx):  # the construct explains the gap: "no mechanism explains it" goes
+            mechanism = mechanism.replace(NO_MECHANISM, "")
         mechanism = f"{mechanism} {mech_add}".strip()
     note = att.note if d.verdict is not Verdict.HEALTHY else ""
     return replace(

@@ -488,9 +488,20 @@ def fp32_from_issue(f: KernelFacts) -> bool:
 
 
 def unit_words(f: KernelFacts, unit: str) -> str:
-    """The unit in words, as :data:`UNIT_WORDS`, except FP32 read from the instruction issue (:func:`fp32_from_issue`)."""
+    """The unit in words, as :data:`UNIT_WORDS`, except FP32 read from the instruction issue (:func:`fp32_from_issue`)
+    and the integer unit, named after the busier of its two pipes."""
     if unit == "fp32" and fp32_from_issue(f):
         return "FP32 instruction issue"
+    if unit == "int":
+        # the busier of the two integer pipes is the one the utilisation quotes (:func:`unit_utilization`)
+        u = f.roof.utilization
+        alu, imad = u.get("alu_pipe"), u.get("fmaheavy_pipe", u.get("fma_pipe"))
+        if alu is not None and imad is not None:
+            return (
+                "integer pipe (ALU) throughput"
+                if alu >= imad
+                else "integer pipe (IMAD, the FMA-heavy pipe) throughput"
+            )
     return UNIT_WORDS[unit]
 
 
@@ -654,3 +665,44 @@ def kernel_floor_parts(
         what = f"the {_fmt(int(inst * issue_kept))} warp instructions" if inst else "the warp instructions"
         floors.append((d * issue * issue_kept, f"{what} it keeps at the SMs' peak issue rate"))
     return floors
+
+
+SM_PIPE_WORDS = {
+    "xu_pipe": "XU (special-function and conversion) pipe",
+    "fp64_pipe": "FP64 pipe",
+    "alu_pipe": "ALU pipe",
+    "fmaheavy_pipe": "FMA-heavy (IMAD) pipe",
+    "fma_pipe": "FMA pipe",
+    "tensor_pipe": "tensor pipe",
+}
+"""The pipes whose use ``sm__throughput`` takes the maximum of, besides the instruction issue."""
+
+
+def sm_throughput_pipe(f: KernelFacts) -> tuple[str, float, float] | None:
+    """(pipe words, pipe use, instruction issue over elapsed cycles) when ``sm__throughput`` is set by a pipe, not by
+    the instruction issue: ncu's SM throughput is the busiest of its sub-metrics (issue and each pipe), so with issue
+    more than UNIT_TIE_MARGIN below it, the pipe within UNIT_TIE_MARGIN of it is what the SM percentage measures."""
+    sm, issue = f.roof.utilization.get("compute"), f.k.value(ISSUE_ELAPSED)
+    if sm is None or issue is None or sm - issue / 100.0 <= th.UNIT_TIE_MARGIN:
+        return None
+    pipes = [(u, name) for name, u in f.roof.utilization.items() if name in SM_PIPE_WORDS]
+    if not pipes:
+        return None
+    u, name = max(pipes)
+    if u < sm - th.UNIT_TIE_MARGIN:
+        return None
+    return SM_PIPE_WORDS[name], u, issue / 100.0
+
+
+def sm_busy_words(f: KernelFacts, busy: float) -> str:
+    """``the SM issues at 90.2% of its peak``, or, when a pipe sets ncu's SM throughput (:func:`sm_throughput_pipe`),
+    ``the SM is at 90.2% of its peak throughput, set by the XU (...) pipe at 90.2% (instruction issue 41.6%)``."""
+    src = sm_throughput_pipe(f)
+    b = f"{round(100 * busy, 1):g}"
+    if src is None:
+        return f"the SM issues at {b}% of its peak"
+    words, u, issue = src
+    return (
+        f"the SM is at {b}% of its peak throughput, set by the {words} at {round(100 * u, 1):g}% "
+        f"(instruction issue {round(100 * issue, 1):g}%)"
+    )

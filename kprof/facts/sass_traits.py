@@ -70,6 +70,8 @@ class Fp64Promotion:
     """All executed warp instructions."""
     lines: tuple[tuple[str, int], ...]
     """The source lines (file, line) that execute FP64 instructions, most first; () without line info."""
+    ops: tuple[tuple[str, float], ...] = ()
+    """The executed FP64 instructions by opcode (``F2F.F64.F32``, ``DADD``, ``MUFU.RCP64H``), most first."""
 
     @property
     def fp64_share(self) -> float:
@@ -95,6 +97,7 @@ def fp64_promotion(lines: Sequence[SassLine]) -> Fp64Promotion | None:
     widen_pcs = narrow_pcs = 0
     loads = 0.0
     per_line: dict[tuple[str, int], float] = {}
+    by_op: dict[str, float] = {}
     for s in lines:
         n = _n(s, weighted)
         total += n
@@ -114,13 +117,22 @@ def fp64_promotion(lines: Sequence[SassLine]) -> Fp64Promotion | None:
             narrow_pcs += 1
         if is_fp64_op(s):
             fp64 += n
+            op = (
+                f"F2F.{conv[0]}.{conv[1]}"
+                if conv is not None
+                else s.opcode.split()[0]
+                if s.mnemonic == "MUFU"
+                else s.mnemonic
+            )
+            by_op[op] = by_op.get(op, 0.0) + n
             if s.file and s.line:
                 per_line[(s.file, s.line)] = per_line.get((s.file, s.line), 0.0) + n
     arith = any((s.mnemonic in FP64_ARITH or _MUFU_64.match(s.opcode)) and _n(s, weighted) > 0 for s in lines)
     if not (widen_pcs and narrow_pcs and arith and loads > 0):
         return None
     ranked = tuple(sorted(per_line, key=lambda key: -per_line[key]))
-    return Fp64Promotion(widen=widen, narrow=narrow, fp64_ops=fp64, executed=total, lines=ranked)
+    ops = tuple(sorted(by_op.items(), key=lambda kv: -kv[1]))
+    return Fp64Promotion(widen=widen, narrow=narrow, fp64_ops=fp64, executed=total, lines=ranked, ops=ops)
 
 
 @dataclass(frozen=True, slots=True)

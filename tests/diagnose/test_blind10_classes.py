@@ -1,4 +1,4 @@
-"""The class of error the tenth blind gallery (data/validation/blind10) exposed at 3a822fd (scored once: bottleneck
+"""The classes of error the tenth blind gallery (data/validation/blind10) exposed at 3a822fd (scored once: bottleneck
 7/8, verdict 7/8): an accumulator kept in global memory and stored after every FFMA (``y[r * nvec] += ...``
 through pointers that may alias) was called "Healthy: a DRAM stream at its roof" with DRAM at 9.3% and L2 at 81.6%,
 because its L2 reads mostly miss. Its L2 traffic never reaches DRAM: 71.3 M coalesced store sectors (2.28 GB) for
@@ -12,6 +12,10 @@ because its L2 reads mostly miss. Its L2 traffic never reaches DRAM: 71.3 M coal
 
 Must not fire: streams, copies and gathers at the DRAM roof, uncoalesced (strided) stores (their excess sectors are
 the coalescing rule's), spills and local arrays (local stores are not global stores).
+
+The second half holds the classes the independent review of the same gallery found (docs/review/rubric_review_4.md,
+at 3a822fd): statements the profile contradicts, each tested on the file that showed it and on one where the
+statement must stay as it was.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ import pytest
 
 from kprof import thresholds as th
 from kprof.diagnose.kernel import diagnose_kernels
-from kprof.facts.kernel import UNDER_NCU, build_facts, dram_bytes
+from kprof.facts.kernel import UNDER_NCU, build_facts, dram_bytes, sm_throughput_pipe
 from kprof.io import load
 from kprof.kernel_model import KernelLaunch, KernelProfile, Metric
 from kprof.model import Bottleneck, Verdict
+from kprof.rules.kernel.local import build_cap, local_kind
 from kprof.rules.kernel.memory import l2_rewrites
 from kprof.rules.kernel.resource import l2_passes_dram_stream
 from tests.conftest import REPO
@@ -126,3 +131,94 @@ def test_repeated_stores_need_the_l2_busy_and_the_factor() -> None:
     # the same stores with DRAM receiving what they wrote (2.28 GB): each byte stored once, silent
     written = _with(k, **{"dram__bytes_write.sum": 2.3e9})
     assert l2_rewrites(_facts(written)) is None
+
+
+# ============================================================ the review's classes (docs/review/rubric_review_4.md)
+# Statements the profile contradicts, each a class: the SM percentage read as issue when a pipe sets it, the integer
+# unit named after both pipes, "no unit above X%" beside a busier SM, "spill vs indexed array unknown" beside ncu's
+# spill count, spill reloads counted as L2 re-reads, FP64 routines named that never executed, "would rise with
+# SourceCounters" on a report that has them, "no mechanism explains it" before the construct that explains it.
+BLIND10 = "validation/blind10/"
+LOCAL_WITH_SASS = (  # (file, what the SASS shows): ncu's spill share must agree with it
+    ("validation/blind8/cuda_spill_cap.ncu-rep.gz", "register_spill"),
+    ("validation/final/sort_cols_1024.ncu-rep.gz", "register_spill"),
+    ("validation/lib/sdpa_flash_bf16.ncu-rep.gz", "register_spill"),
+    ("samples/ncu/local_memory_spill.ncu-rep.gz", "dynamic_index"),
+    ("validation/blind8/cuda_local_index.ncu-rep.gz", "dynamic_index"),
+    ("validation/cuda/digit_histogram.ncu-rep.gz", "dynamic_index"),
+)
+
+
+def _first(rel: str):
+    return diagnose_kernels(load(_path(rel)))[0]
+
+
+def test_a_pipe_that_sets_the_sm_throughput_is_named_not_read_as_issue() -> None:
+    f = _facts(_launch(BLIND10 + "cuda_fp64_acc.ncu-rep.gz"))
+    src = sm_throughput_pipe(f)
+    assert src is not None and src[0].startswith("XU")
+    assert src[2] < 0.5  # instruction issue 41.6% of elapsed against sm__throughput 90.2%
+    d = _first(BLIND10 + "cuda_fp64_acc.ncu-rep.gz")
+    assert "the SM issues at" not in d.headline and "set by the XU" in d.headline
+    # the lane-branch kernel: the 91% beside divergence is XU's too
+    lane = _first(BLIND10 + "cuda_lane_branch.ncu-rep.gz")
+    sm = next(e for e in lane.evidence if e.name.startswith("SM"))
+    assert sm.name == "SM throughput" and "XU" in sm.reference
+
+
+def test_an_sm_whose_issue_is_its_throughput_is_still_issue() -> None:
+    f = _facts(_launch(BLIND10 + "cuda_size_t_loop.raw.csv.gz"))
+    assert sm_throughput_pipe(f) is None  # sm__throughput 59.3% = issue 59.3%
+    d = _first(BLIND10 + "cuda_size_t_loop.raw.csv.gz")
+    assert d.bottleneck is Bottleneck.LATENCY_BOUND
+    # not "no unit is above 52.2%" while the SM issues at 59.3%
+    assert "no unit is above" not in d.headline and "the SM issues at 59.3%" in d.headline
+
+
+def test_the_integer_unit_is_named_after_its_busier_pipe() -> None:
+    d = _first(BLIND10 + "cuda_bucket_mod.ncu-rep.gz")
+    assert "IMAD, the FMA-heavy pipe" in d.headline  # FMA-heavy 67.1% > ALU 63.5%
+    assert "ALU and IMAD" not in d.headline
+
+
+def test_a_named_construct_replaces_no_mechanism_explains_it() -> None:
+    d = _first(BLIND10 + "cuda_bucket_mod.ncu-rep.gz")
+    assert "runtime" in d.mechanism or "run time" in d.mechanism
+    assert "no single mechanism" not in d.mechanism
+    assert "SourceCounters" not in d.confidence.would_raise  # the report has them
+
+
+@pytest.mark.parametrize(("rel", "kind"), LOCAL_WITH_SASS)
+def test_ncu_s_spill_share_agrees_with_the_sass(rel: str, kind: str) -> None:
+    f = _facts(_launch(rel))
+    assert f.sass.local_kind == kind
+    pct = f.v("derived__local_spilling_requests_pct")
+    assert pct is not None
+    assert (pct / 100 >= th.LOCAL_SPILL_REQUEST_SHARE) == (kind == "register_spill")
+
+
+def test_a_spill_without_sass_names_the_build_cap() -> None:
+    rel = BLIND10 + "cuda_regcap_spill.raw.csv.gz"
+    f = _facts(_launch(rel))
+    assert f.sass.empty and local_kind(f) == "register_spill"  # derived__local_spilling_requests_pct = 100
+    d = _first(rel)
+    assert d.bottleneck is Bottleneck.LOCAL_MEMORY_SPILL
+    assert "unknown" not in d.headline
+    assert "-maxrregcount=32" in d.fix  # 32 registers, 128-thread blocks could have 255: the build caps them
+    # the spill reloads (18.07 M of 22.28 M L2 read sectors missed L1 as local loads) are not L2 re-reads
+    assert all(x.bottleneck is not Bottleneck.L2_BANDWIDTH_BOUND for x in d.findings)
+
+
+def test_a_block_size_cap_is_not_called_a_build_cap() -> None:
+    # 1024-thread blocks allow at most 64 registers: the block size, not the build, caps sort_cols_1024
+    k = _launch("validation/final/sort_cols_1024.ncu-rep.gz")
+    assert k.registers_per_thread == 64 and build_cap(k) is None
+
+
+def test_fp64_routines_are_named_only_when_they_executed() -> None:
+    d = _first(BLIND10 + "cuda_fp64_acc.ncu-rep.gz")  # F2F + DADD, no MUFU.RCP64H, no DFMA
+    assert "MUFU.RCP64H" not in d.mechanism and "DFMA" not in d.mechanism
+    assert "MUFU.EX2" not in d.fix and "`float acc = 0;`" in d.fix
+    assert "XU pipe" in d.mechanism  # the conversions set the pace
+    mish = _first("validation/blind4/mish_fp64.ncu-rep.gz")  # log1p(exp(...)) in double: the routines ran
+    assert "MUFU.RCP64H" in mish.mechanism and "DFMA" in mish.mechanism

@@ -70,6 +70,15 @@ WRITERS: dict[Bottleneck, Callable[[Context], Text]] = {
 }
 
 
+def names_construct(c: Context) -> bool:
+    """True when the text :func:`localized_text` gives is the construct on the responsible line and its change
+    (the construct then explains the gap that the resource verdict's mechanism left open)."""
+    if c.d.verdict is Verdict.HEALTHY or c.d.bottleneck is None:
+        return False
+    named = construct_text(c)
+    return named is not None and named[1] is not None
+
+
 def localized_text(c: Context) -> Text:
     """(sentence to add to the mechanism, fix in the kernel's language or None to keep the current one)."""
     if c.d.bottleneck is None or (c.d.verdict is Verdict.INCONCLUSIVE and not c.where and c.is_cuda):
@@ -118,6 +127,7 @@ __all__ = [
     "has_loop",
     "hot_loop",
     "localized_text",
+    "names_construct",
     "shared_declaration",
     "strided_access",
     "thread_varying",

@@ -383,14 +383,20 @@ def fp64_promotion(c: Context, p: Fp64Promotion) -> Text:
                 if new != t:
                     changes.append((i, t, new))
         if changes:
+            # the FP64 library routines show as their MUFU.*64H seeds; without them the FP64 work is plain arithmetic
+            routines = any(op.startswith("MUFU") for op, _ in p.ops)
             shown = changes[:3]
             edits = "; ".join(f"line {i}: `{clip(new)}` instead of `{clip(old)}`" for i, old, new in shown)
             return mech, (
                 f"Keep the arithmetic in FP32: {edits}"
                 + (f" (and {len(changes) - 3} more)" if len(changes) > 3 else "")
-                + ". Then nvcc emits the FP32 routines (FFMA polynomials, MUFU.EX2/LG2) and no F2F conversion; "
-                "`-use_fast_math` (or `__expf`, `__logf`) shortens them further where the accuracy allows. Keep "
-                "a double only where FP64 is deliberate (a long running sum's accumulator)."
+                + (
+                    ". Then nvcc emits the FP32 routines (FFMA polynomials, MUFU.EX2/LG2) and no F2F conversion; "
+                    "`-use_fast_math` (or `__expf`, `__logf`) shortens them further where the accuracy allows."
+                    if routines
+                    else ". Then the arithmetic runs as FP32 instructions and no F2F conversion executes."
+                )
+                + " Keep a double only where FP64 is deliberate (a long running sum's accumulator)."
             )
         return mech, (
             "Keep the arithmetic in FP32: float constants (`1.0f`) and variables, and the FP32 functions (`expf`, "

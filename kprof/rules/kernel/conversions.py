@@ -5,7 +5,7 @@ from __future__ import annotations
 from kprof import thresholds as th
 from kprof.diagnose.roofline import COMPUTE_SOL
 from kprof.facts.constructs import constructs, of_kind
-from kprof.facts.kernel import KernelFacts
+from kprof.facts.kernel import KernelFacts, sm_busy_words
 from kprof.knowledge import constructs as kc
 from kprof.model import Direction, Evidence, Expectation
 from kprof.rules.kernel.common import B, Mechanism, pc, with_duration
@@ -65,7 +65,7 @@ def half_round_trips(f: KernelFacts) -> Mechanism | None:
         savings=share,
         headline=(
             f"{dtype} data converted to FP32 and back every step: {conversions:,} conversions ({ops}) are "
-            f"{pc(share)}% of the executed instructions, and the SM issues at {pc(issue)}% of its peak."
+            f"{pc(share)}% of the executed instructions, and {sm_busy_words(f, issue)}."
         ),
         evidence=[
             Evidence(

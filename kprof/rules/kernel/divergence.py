@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from kprof import thresholds as th
-from kprof.facts.kernel import KernelFacts, threads_per_instruction
+from kprof.facts.kernel import KernelFacts, sm_throughput_pipe, threads_per_instruction
 from kprof.facts.sass_traits import fp64_promotion
 from kprof.model import Direction, Evidence, Expectation
-from kprof.rules.kernel.common import B, Mechanism, scale_to_limiter, with_duration
+from kprof.rules.kernel.common import B, Mechanism, pc, scale_to_limiter, with_duration
 
 
 def divergence(f: KernelFacts) -> Mechanism | None:
@@ -47,10 +47,10 @@ def divergence(f: KernelFacts) -> Mechanism | None:
     if issue_util is not None:
         ev.append(
             Evidence(
-                name="SM instruction throughput",
+                name="SM throughput" if sm_throughput_pipe(f) else "SM instruction throughput",
                 value=round(100 * issue, 1),
                 unit="% of peak",
-                reference="divergence costs time in proportion to how busy the SM's issue is",
+                reference=_sm_words(f),
                 metric="sm__throughput.avg.pct_of_peak_sustained_elapsed",
             )
         )
@@ -120,3 +120,15 @@ def _inside_fp64_routines(f: KernelFacts) -> bool:
         if s.file and s.line and (s.file, s.line) in fp64_lines:
             inside += n
     return total > 0 and inside >= th.DIVERGENCE_INSIDE_FP64_SHARE * total
+
+
+def _sm_words(f: KernelFacts) -> str:
+    """What the SM throughput beside divergence means: the issue slots, or the pipe that sets it."""
+    src = sm_throughput_pipe(f)
+    if src is None:
+        return "divergence costs time in proportion to how busy the SM's issue is"
+    words, u, issue = src
+    return (
+        f"set by the {words} at {pc(u)}% (instruction issue {pc(issue)}%): the masked lanes' slots cost time on that "
+        "pipe"
+    )

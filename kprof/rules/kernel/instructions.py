@@ -5,7 +5,7 @@ from __future__ import annotations
 from kprof import thresholds as th
 from kprof.diagnose.roofline import COMPUTE_SOL
 from kprof.facts.constructs import removable_share
-from kprof.facts.kernel import KernelFacts, unit_metric
+from kprof.facts.kernel import KernelFacts, sm_busy_words, unit_metric
 from kprof.facts.names import THREADS_PER_INST
 from kprof.facts.sass_traits import fp64_promotion
 from kprof.facts.units import UNIT_WORDS, USEFUL_UNITS
@@ -67,7 +67,7 @@ def instruction_bound(f: KernelFacts) -> Mechanism | None:
         bottleneck=B.INSTRUCTION_BOUND,
         savings=savings,
         headline=(
-            f"Instruction bound: the SM issues at {pc(issue)}% of its peak while the memory and FP pipes reach "
+            f"Instruction bound: {sm_busy_words(f, issue)} while the memory and FP pipes reach "
             f"only {pc(useful)}%: most instructions are overhead (index math, conversions, special functions)."
         ),
         evidence=_evidence(f, issue, useful_unit, useful, work),

@@ -52,6 +52,32 @@ def capped_by_block_size(k: KernelLaunch) -> int | None:
     return cap if regs >= cap else None
 
 
+SPILLING_REQUESTS_PCT = "derived__local_spilling_requests_pct"
+
+
+def local_kind(f: KernelFacts) -> str | None:
+    """``register_spill`` or ``dynamic_index``: from the SASS (:attr:`SassSummary.local_kind`), else from ncu's share
+    of local requests that are spills (LOCAL_SPILL_REQUEST_SHARE); None when neither says."""
+    if f.sass.local_kind is not None:
+        return f.sass.local_kind
+    pct = f.v(SPILLING_REQUESTS_PCT)
+    if pct is None:
+        return None
+    return "register_spill" if pct / 100.0 >= th.LOCAL_SPILL_REQUEST_SHARE else "dynamic_index"
+
+
+def build_cap(k: KernelLaunch) -> tuple[int, int] | None:
+    """(registers per thread, resident blocks per SM that would force them) when the registers sit below what the
+    block size allows (:func:`register_cap`) and below the per-thread maximum: ptxas spills only when a limit
+    binds, so a spilling kernel there was held by the build (-maxrregcount) or by a minimum-blocks
+    ``__launch_bounds__``; None otherwise."""
+    regs, cap, tpb = k.registers_per_thread, register_cap(k), k.threads_per_block
+    per_sm = k.device_attributes.get("max_registers_per_multiprocessor")
+    if not regs or cap is None or not tpb or regs >= cap or not isinstance(per_sm, int | float):
+        return None
+    return int(regs), max(1, int(per_sm) // (int(tpb) * int(regs)))
+
+
 def _kind_words(kind: str | None, regs: int | None) -> tuple[str, str]:
     """(what lives in local memory, the fix) for the kind the SASS shows (:attr:`SassSummary.local_kind`)."""
     if kind == "dynamic_index":
@@ -85,8 +111,36 @@ def _cap_sentence(k: KernelLaunch, kind: str | None) -> str:
     )
 
 
-def _cap_fix(k: KernelLaunch, kind: str | None) -> str | None:
-    """Smaller declared blocks, when the block size caps the registers."""
+def _build_cap_sentence(f: KernelFacts, kind: str | None) -> str:
+    """Spills below the register count the block size allows, in a report without SASS (the SASS path names the
+    bound from the source): the build's cap, with ncu's spill share as the evidence."""
+    held = build_cap(f.k) if kind == "register_spill" and f.sass.empty else None
+    if held is None:
+        return ""
+    regs, blocks = held
+    pct = f.v(SPILLING_REQUESTS_PCT)
+    return (
+        (f" ncu counts {pct:.0f}% of the local requests as register spills." if pct is not None else "")
+        + f" They happen at {regs} registers per thread, while {f.k.threads_per_block}-thread blocks could have "
+        f"{register_cap(f.k)}: ptxas spills only when a limit binds, so the build caps the registers "
+        f"(`-maxrregcount={regs}`, or `__launch_bounds__({f.k.threads_per_block}, {blocks})` asking for {blocks} "
+        "resident blocks per SM)."
+    )
+
+
+def _cap_fix(k: KernelLaunch, kind: str | None, no_sass: bool = False) -> str | None:
+    """Smaller declared blocks, when the block size caps the registers; the build's cap removed, when the registers
+    sit below what the block size allows in a report without SASS."""
+    held = build_cap(k) if kind == "register_spill" and no_sass else None
+    if held is not None:
+        regs, blocks = held
+        return (
+            f"Remove the register cap: build without `-maxrregcount={regs}` (or drop the minimum-blocks argument of "
+            f"`__launch_bounds__({k.threads_per_block}, {blocks})`), so ptxas keeps the spilled values in registers "
+            f"(up to {register_cap(k)} per thread at {k.threads_per_block} threads per block); check with -Xptxas -v "
+            "that the spill stores fall to 0 bytes. If the cap is there for occupancy, a smaller per-thread tile "
+            "keeps it without spilling."
+        )
     cap = capped_by_block_size(k) if kind == "register_spill" else None
     if cap is None:
         return None
@@ -131,7 +185,7 @@ def local_memory(f: KernelFacts) -> Mechanism | None:
     _, mem_util = f.mem_max()
     known = any(u in f.util for u in MEMORY_UNITS)
     savings = share * scale_to_limiter(f, mem_util if known else None, GLOBAL_STALLS)
-    kind = f.sass.local_kind
+    kind = local_kind(f)
     what, fix = _kind_words(kind, f.k.registers_per_thread)
     lines = ", ".join(f"{fn.rsplit('/', 1)[-1]}:{ln}" for fn, ln in f.sass.local_lines[:3])
     of_sectors = share_metric == "derived:local_sector_share"
@@ -155,8 +209,8 @@ def local_memory(f: KernelFacts) -> Mechanism | None:
             + "."
         ),
         evidence=_evidence(f, local, share, share_metric, lines),
-        mechanism=_MECHANISM + _cap_sentence(f.k, kind),
-        fix=_cap_fix(f.k, kind) or fix,
+        mechanism=_MECHANISM + _cap_sentence(f.k, kind) + _build_cap_sentence(f, kind),
+        fix=_cap_fix(f.k, kind, no_sass=f.sass.empty) or fix,
         expect=with_duration(f, [sectors], savings, why="the local-memory traffic costs"),
         confidence=th.CONFIDENCE_MEASURED if has_sass_local and local > 0 else th.CONFIDENCE_LISTING,
         would_raise="the SASS (SourceCounters) to tell a spill from an indexed array" if kind is None else "",
@@ -190,7 +244,7 @@ def _evidence(f: KernelFacts, local: float, share: float, share_metric: str, lin
                 name="LDL/STL instructions in the SASS" + (" (executed)" if f.sass.weighted else " (listed)"),
                 value=int(f.sass.local_loads + f.sass.local_stores),
                 unit="inst",
-                reference=f"kind: {f.sass.local_kind}" + (f"; at {lines}" if lines else ""),
+                reference=f"kind: {local_kind(f)}" + (f"; at {lines}" if lines else ""),
                 metric="sass:local_instructions",
             )
         )

@@ -23,6 +23,7 @@ from kprof.facts.names import (
     L2_SECTORS,
     L2_THEORETICAL_SECTORS,
     L2_THEORETICAL_SECTORS_IDEAL,
+    LLD_MISS_SECTORS,
     THREADS_PER_INST,
     THREADS_PER_INST_PRED_ON,
 )
@@ -417,13 +418,20 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
 
 
 def _l2_reads(f: KernelFacts) -> tuple[float | None, float | None]:
-    """(L2 sectors the SMs read, less the excess sectors of uncoalesced accesses; sectors read from DRAM)."""
+    """(L2 sectors the SMs read, less the excess sectors of uncoalesced accesses and the local loads that missed L1
+    (spill reloads and per-thread arrays, :func:`kprof.rules.kernel.local.local_memory`'s traffic); sectors read
+    from DRAM)."""
     reads, dram_reads = f.v(L2_READ_SECTORS), f.v(DRAM_READ_SECTORS)
     excess = (f.v(L2_THEORETICAL_SECTORS) or 0.0) - (f.v(L2_THEORETICAL_SECTORS_IDEAL) or 0.0)
     if reads is not None and excess > 0:
         reads = max(
             0.0, reads - excess
         )  # sectors of uncoalesced accesses are that rule's waste, not re-reads
+    spill_reads = f.v(LLD_MISS_SECTORS)
+    if reads is not None and spill_reads:
+        reads = max(
+            0.0, reads - spill_reads
+        )  # local loads that miss L1 are local memory's traffic, not re-reads
     if dram_reads is None:
         dram_rd_bytes = f.v("dram__bytes_read.sum")
         dram_reads = dram_rd_bytes / th.SECTOR_BYTES if dram_rd_bytes is not None else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kprof import thresholds as th
 from kprof.diagnose.roofline import COMPUTE_SOL
-from kprof.facts.kernel import KernelFacts, kernel_floor_ns, unit_metric
+from kprof.facts.kernel import KernelFacts, kernel_floor_ns, sm_busy_words, sm_throughput_pipe, unit_metric
 from kprof.facts.names import DURATION, THREADS_PER_INST
 from kprof.facts.sass_traits import Fp64Promotion, fp64_promotion
 from kprof.model import Direction, Evidence, Expectation
@@ -64,7 +64,7 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
             f"FP64 math on FP32 data: the kernel loads and stores 32-bit floats but widens them to FP64 "
             f"({int(p.widen):,} F2F.F64.F32 executed), and {pc(p.fp64_share)}% of its instructions are FP64; "
             + (
-                f"the SM issues at {pc(busy)}% of its peak."
+                f"{sm_busy_words(f, busy)}."
                 if unit == "issue"
                 else f"the FP64 pipe is at {pc(busy)}% of its peak."
             )
@@ -72,11 +72,12 @@ def promoted_fp64(f: KernelFacts) -> Mechanism | None:
         evidence=ev,
         mechanism=(
             "A double constant, variable or double-precision function promotes an FP32 expression: each element is "
-            "converted to FP64 (F2F.F64.F32), run through the FP64 arithmetic and library routines (DFMA "
-            "polynomials, MUFU.RCP64H reciprocal seeds, 64-bit constants moved in, special-case branches), and "
-            "converted back (F2F.F32.F64)"
+            "converted to FP64 (F2F.F64.F32), computed in FP64 (the executed FP64 instructions: "
+            + _executed_ops(p)
+            + "), and converted back (F2F.F32.F64)"
             + (f"; this GPU's FP64 peak is {ratio} of its FP32 peak" if ratio else "")
             + "."
+            + _conversion_pipe(f, p)
             + lanes
         ),
         fix=(
@@ -110,18 +111,51 @@ def _evidence(f: KernelFacts, p: Fp64Promotion, unit: str, busy: float) -> list[
             name="FP64 instructions among executed instructions",
             value=round(100 * p.fp64_share, 1),
             unit="%",
-            reference="DFMA, DADD, DMUL, DSETP, MUFU.RCP64H and the conversions; the FP64 routines' other "
-            "instructions (64-bit constant moves, branches) come on top",
+            reference=_executed_ops(p)
+            + " (executed); the FP64 routines' other instructions (64-bit constant "
+            "moves, branches) come on top",
             metric="sass:fp64_inst_share",
         ),
         Evidence(
-            name="SM instruction throughput" if unit == "issue" else "FP64 pipe throughput",
+            name=("SM throughput" if sm_throughput_pipe(f) else "SM instruction throughput")
+            if unit == "issue"
+            else "FP64 pipe throughput",
             value=round(100 * busy, 1),
             unit="% of peak",
-            reference="the unit the FP64 math keeps busy",
+            reference=_sm_reference(f) if unit == "issue" else "the unit the FP64 math keeps busy",
             metric=COMPUTE_SOL if unit == "issue" else unit_metric(f, "fp64"),
         ),
     ]
+
+
+def _sm_reference(f: KernelFacts) -> str:
+    """What the SM throughput the evidence quotes is: a pipe (:func:`sm_throughput_pipe`), or the issue slots."""
+    src = sm_throughput_pipe(f)
+    if src is None:
+        return "the SMs' instruction issue, which the FP64 work fills"
+    words, u, issue = src
+    return f"ncu's SM throughput, set by the {words} at {pc(u)}%; instruction issue is at {pc(issue)}%"
+
+
+def _executed_ops(p: Fp64Promotion) -> str:
+    """The FP64 instructions that executed, most first, with their share of the FP64 ones: ``F2F.F64.F32 49%,
+    DADD 49%, F2F.F32.F64 1%``."""
+    total = sum(n for _, n in p.ops) or 1.0
+    return ", ".join(f"{op} {pc(n / total)}%" for op, n in p.ops[:5])
+
+
+def _conversion_pipe(f: KernelFacts, p: Fp64Promotion) -> str:
+    """When the conversions (which run on the XU pipe) are at least half the FP64 work and XU is the busiest pipe:
+    the sentence that says the conversions, not the FP64 arithmetic, set the pace."""
+    xu, fp64 = f.roof.utilization.get("xu_pipe"), f.roof.utilization.get("fp64_pipe")
+    conv = sum(n for op, n in p.ops if op.startswith("F2F"))
+    if xu is None or conv < p.fp64_ops - conv or (fp64 is not None and fp64 >= xu):
+        return ""
+    return (
+        f" The conversions run on the XU pipe, at {pc(xu)}% of its peak"
+        + (f" against the FP64 pipe's {pc(fp64)}%" if fp64 is not None else "")
+        + ": one F2F per element is what sets the pace."
+    )
 
 
 def _fp64_rate_ratio(f: KernelFacts) -> str:

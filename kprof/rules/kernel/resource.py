@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kprof import thresholds as th
-from kprof.facts.kernel import UNDER_NCU, KernelFacts, dram_bytes, fp32_issue_note, unit_metric, unit_words
+from kprof.facts.kernel import (
+    UNDER_NCU,
+    KernelFacts,
+    dram_bytes,
+    fp32_issue_note,
+    sm_busy_words,
+    unit_metric,
+    unit_words,
+)
 from kprof.facts.names import DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, L2_SECTORS, SECTION_OF
 from kprof.facts.stalls import STALL_WORDS, UNIT_THROTTLES
 from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS, USEFUL_UNITS
@@ -63,6 +71,11 @@ _BELOW_ROOF_FIX = {
     "issue": "Execute fewer instructions per result.",
 }
 """The fix per unit when it is the busiest but not at its roof (or at it, without doing only useful work)."""
+
+
+NO_MECHANISM = " and no single mechanism measured here explains the difference"
+"""The clause of a below-roof resource mechanism that no rule explained; dropped where the localizer then names the
+construct on the line that explains it (:func:`kprof.diagnose.localize.localize`)."""
 
 
 def l2_passes_dram_stream(f: KernelFacts) -> bool:
@@ -215,9 +228,13 @@ def _latency_text(f: KernelFacts, c: _Case) -> tuple[str, str, str]:
             + ": too few independent requests are outstanding per warp to cover the latency."
         )
         return headline, mechanism, fix
-    headline = f"Latency bound: no unit is above {pc(c.busiest[1])}% of its peak" + (
-        f"; warps mostly stall {stall_words}." if top else "."
-    )
+    sm = f.util.get("issue")
+    headline = (
+        f"Latency bound: no unit is above {pc(c.busiest[1])}% of its peak"
+        if sm is None or round(sm, 3) <= round(c.busiest[1], 3)
+        else f"Latency bound: no pipe or memory level is above {pc(c.busiest[1])}% of its peak and "
+        f"{sm_busy_words(f, sm)}"
+    ) + (f"; warps mostly stall {stall_words}." if top else ".")
     return headline, latency_words(f, c.busiest, f.stalls), fix
 
 
@@ -290,10 +307,7 @@ def _resource_text(f: KernelFacts, c: _Case) -> tuple[str, str, str]:
         headline = (
             f"{cap(words)} bound at {pc(util)}% of peak, short of the {roof:.0f}% that counts as at the roof."
         )
-        mechanism = (
-            f"{cap(words)} is the busiest unit, but it does not reach its peak and no "
-            "single mechanism measured here explains the difference."
-        )
+        mechanism = f"{cap(words)} is the busiest unit, but it does not reach its peak{NO_MECHANISM}."
     if (
         not c.at_roof
         and c.unit not in MEMORY_UNITS
@@ -402,7 +416,9 @@ def resource_diagnosis(
             value=conf if not missing_cmd else conf - th.CONFIDENCE_MISSING_PENALTY,
             would_raise=("the missing sections (" + missing_cmd + ")")
             if missing_cmd
-            else "SourceCounters on the hottest lines (--import-source yes)",
+            else "SourceCounters on the hottest lines (--import-source yes)"
+            if "source" in f.missing
+            else "a before/after pair (kprof compare)",
         ),
         next_step=(missing_cmd or after_change(f)),
         findings=findings,
