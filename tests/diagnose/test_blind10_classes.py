@@ -222,3 +222,8 @@ def test_fp64_routines_are_named_only_when_they_executed() -> None:
     assert "XU pipe" in d.mechanism  # the conversions set the pace
     mish = _first("validation/blind4/mish_fp64.ncu-rep.gz")  # log1p(exp(...)) in double: the routines ran
     assert "MUFU.RCP64H" in mish.mechanism and "DFMA" in mish.mechanism
+
+
+def test_more_warps_is_not_offered_when_the_warp_slots_are_full() -> None:
+    d = _first(BLIND10 + "cuda_size_t_loop.raw.csv.gz")  # 92.2% of the warp slots active
+    assert "more resident warps" not in d.fix and "92.2%" in d.fix

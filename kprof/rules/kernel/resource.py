@@ -22,7 +22,7 @@ from kprof.facts.kernel import (
     unit_metric,
     unit_words,
 )
-from kprof.facts.names import DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, L2_SECTORS, SECTION_OF
+from kprof.facts.names import ACHIEVED_OCC, DURATION, ISSUE_ACTIVE, L2_READ_HIT_RATE, L2_SECTORS, SECTION_OF
 from kprof.facts.stalls import STALL_WORDS, UNIT_THROTTLES
 from kprof.facts.units import MEMORY_UNITS, UNIT_WORDS, USEFUL_UNITS
 from kprof.model import Confidence, Diagnosis, Direction, Evidence, Expectation, Verdict, _fmt
@@ -214,6 +214,17 @@ def _latency_text(f: KernelFacts, c: _Case) -> tuple[str, str, str]:
         if top in STALL_WORDS
         else "Keep more independent work in flight: more resident warps, unrolled independent loads, async copies."
     )
+    warps = f.v(ACHIEVED_OCC)
+    if (
+        warps is not None
+        and warps / 100.0 >= th.HEALTHY_FRACTION_OF_PEAK
+        and ", or more resident warps" in fix
+    ):
+        # the warp slots are at their roof too: more warps cannot add the bytes in flight, each warp must
+        fix = fix.replace(", or more resident warps", "") + (
+            f" Not more warps: {pc(warps / 100.0)}% of the SM's warp slots are already active, so the bytes each "
+            "thread has in flight (several elements per thread, 16-byte accesses) are the lever."
+        )
     if c.below_roof:
         headline = (
             f"Latency bound: the busiest unit, {words}, is at {pc(util)}% of peak, below the "
