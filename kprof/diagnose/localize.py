@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from kprof.diagnose.fixes import Context, localized_text, names_construct
+from kprof.diagnose.fixes import Context, localized_with_construct
 from kprof.diagnose.language import kernel_origin
 from kprof.diagnose.where import attribute
 from kprof.kernel_model import KernelLaunch
@@ -45,10 +45,10 @@ def localize(k: KernelLaunch, d: Diagnosis) -> Diagnosis:
         for f in d.findings
     )
     ctx = Context(k=k, d=d, origin=origin, where=att.lines, sm=sm_of(k.compute_capability))
-    mech_add, fix = localized_text(ctx)
+    mech_add, fix, construct = localized_with_construct(ctx)
     mechanism = d.mechanism
     if mech_add and mech_add not in mechanism:
-        if names_construct(ctx):  # the construct explains the gap: "no mechanism explains it" goes
+        if construct:  # the construct explains the gap: "no mechanism explains it" goes
             mechanism = mechanism.replace(NO_MECHANISM, "")
         mechanism = f"{mechanism} {mech_add}".strip()
     note = att.note if d.verdict is not Verdict.HEALTHY else ""

@@ -70,24 +70,28 @@ WRITERS: dict[Bottleneck, Callable[[Context], Text]] = {
 }
 
 
-def names_construct(c: Context) -> bool:
-    """True when the text :func:`localized_text` gives is the construct on the responsible line and its change
-    (the construct then explains the gap that the resource verdict's mechanism left open)."""
-    if c.d.verdict is Verdict.HEALTHY or c.d.bottleneck is None:
-        return False
-    named = construct_text(c)
-    return named is not None and named[1] is not None
-
-
 def localized_text(c: Context) -> Text:
     """(sentence to add to the mechanism, fix in the kernel's language or None to keep the current one)."""
+    mech, fix, _ = localized_with_construct(c)
+    return mech, fix
+
+
+def localized_with_construct(c: Context) -> tuple[str, str | None, bool]:
+    """:func:`localized_text`, and whether it is the construct on the responsible line and its change (the
+    construct then explains the gap that the resource verdict's mechanism left open)."""
     if c.d.bottleneck is None or (c.d.verdict is Verdict.INCONCLUSIVE and not c.where and c.is_cuda):
-        return "", None
+        return "", None, False
     if c.d.verdict is Verdict.HEALTHY:
-        return healthy(c)
+        return (*healthy(c), False)
     named = construct_text(c)  # the construct the SASS shows on the responsible line, and the change to it
     if named is not None and named[1] is not None:
-        return named
+        return (*named, True)
+    return (*_by_bottleneck(c), False)
+
+
+def _by_bottleneck(c: Context) -> Text:
+    """The per-bottleneck writers' text, when no construct explains the bottleneck."""
+    assert c.d.bottleneck is not None
     writer = WRITERS.get(c.d.bottleneck)
     promoted = (
         fp64_promotion_facts(c.k.sass)
@@ -127,7 +131,7 @@ __all__ = [
     "has_loop",
     "hot_loop",
     "localized_text",
-    "names_construct",
+    "localized_with_construct",
     "shared_declaration",
     "strided_access",
     "thread_varying",

@@ -152,6 +152,11 @@ class _Coalescing:
         return words + (", by ncu's per-instruction ideal" if self.ncu_waste else "")
 
 
+def _global_counts(f: KernelFacts) -> tuple[float | None, ...]:
+    """(load sectors, load requests, store sectors, store requests) of global memory at L1."""
+    return tuple(f.v(n) for n in (GLD_SECTORS, GLD_REQUESTS, GST_SECTORS, GST_REQUESTS))
+
+
 def _coalescing(f: KernelFacts, counts: tuple[float | None, ...]) -> _Coalescing | None:
     """Sectors per request of loads and stores against their ideals; None when neither is past
     COALESCING_TOLERANCE or the excess of all global sectors is below it."""
@@ -186,7 +191,7 @@ def uncoalesced(f: KernelFacts) -> Mechanism | None:
     waste still makes the traffic useless (so the unit is not "healthy"), but re-indexing cannot remove it and
     the rule saves nothing; the resource diagnosis explains it as latency.
     """
-    counts = tuple(f.v(n) for n in (GLD_SECTORS, GLD_REQUESTS, GST_SECTORS, GST_REQUESTS))
+    counts = _global_counts(f)
     ld_s, ld_r, st_s, st_r = counts
     if (ld_r is None or ld_s is None) and (st_r is None or st_s is None):
         return quoted_mechanism(f, QUOTED) or l1_wavefront_excess(f)
@@ -417,6 +422,14 @@ def l1_wavefront_excess(f: KernelFacts) -> Mechanism | None:
     )
 
 
+def _l2_limiter(f: KernelFacts) -> float | None:
+    """L2's use when it is the busiest unit (within UNIT_TIE_MARGIN) and above LATENCY_BOUND_FRACTION, else None."""
+    l2 = f.util.get("l2")
+    if l2 is None or l2 < th.LATENCY_BOUND_FRACTION or l2 < f.u_max - th.UNIT_TIE_MARGIN:
+        return None
+    return l2
+
+
 def _l2_reads(f: KernelFacts) -> tuple[float | None, float | None]:
     """(L2 sectors the SMs read, less the excess sectors of uncoalesced accesses and the local loads that missed L1
     (spill reloads and per-thread arrays, :func:`kprof.rules.kernel.local.local_memory`'s traffic); sectors read
@@ -450,11 +463,9 @@ def l2_rereads(f: KernelFacts) -> Mechanism | None:
     the rest is the waste, and with it gone the kernel runs at the pace of its next unit. L2 must be the busiest
     unit (within UNIT_TIE_MARGIN) and above LATENCY_BOUND_FRACTION.
     """
-    l2 = f.util.get("l2")
+    l2 = _l2_limiter(f)
     reads, dram_reads = _l2_reads(f)
-    if l2 is None or reads is None or not dram_reads or l2 < th.LATENCY_BOUND_FRACTION:
-        return None
-    if l2 < f.u_max - th.UNIT_TIE_MARGIN:
+    if l2 is None or reads is None or not dram_reads:
         return None
     factor = reads / dram_reads
     if factor < th.L2_REREAD_FACTOR:
@@ -513,7 +524,7 @@ def _coalesced_store_sectors(f: KernelFacts) -> float | None:
     """Global store sectors, with the excess of uncoalesced stores left out (that is :func:`uncoalesced`'s waste):
     when that rule fires and the stores are past COALESCING_TOLERANCE of their ideal sectors per request, the
     requests times the ideal."""
-    counts = tuple(f.v(n) for n in (GLD_SECTORS, GLD_REQUESTS, GST_SECTORS, GST_REQUESTS))
+    counts = _global_counts(f)
     sectors, requests = counts[2], counts[3]
     if not sectors or not requests:
         return None
@@ -534,8 +545,8 @@ def l2_rewrites(f: KernelFacts) -> Mechanism | None:
     store the same bytes again. Their share of every L2 sector access is the waste. L2 must be the busiest unit
     (within UNIT_TIE_MARGIN) and above LATENCY_BOUND_FRACTION, as for :func:`l2_rereads`.
     """
-    l2 = f.util.get("l2")
-    if l2 is None or l2 < th.LATENCY_BOUND_FRACTION or l2 < f.u_max - th.UNIT_TIE_MARGIN:
+    l2 = _l2_limiter(f)
+    if l2 is None:
         return None
     stores, written, l2_bytes, sectors = (
         _coalesced_store_sectors(f),
